@@ -1,0 +1,155 @@
+//! Prompt-cache breakpoint planning for protocols with explicit breakpoints (Anthropic Messages,
+//! Bedrock Converse).
+//!
+//! Hints set on parts are always kept. With [`CachePolicy::Auto`] the planner adds one on the last
+//! tool, the last system part and the last part of the latest user or tool message. The prefix order
+//! is tools, then system, then messages; past [`MAX_BREAKPOINTS`] the later ones are dropped.
+
+use crate::CacheHint;
+use crate::CachePolicy;
+use crate::LlmRequest;
+use crate::Role;
+
+/// Providers accept at most four breakpoints per request.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+/// Where breakpoints go, index-aligned with the request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CachePlan {
+    pub tools: Vec<Option<CacheHint>>,
+    pub system: Vec<Option<CacheHint>>,
+    /// Per message, per content part.
+    pub messages: Vec<Vec<Option<CacheHint>>>,
+}
+
+impl CachePlan {
+    pub fn for_request(request: &LlmRequest) -> Self {
+        let mut plan = Self {
+            tools: request
+                .tools
+                .iter()
+                .map(|tool| tool.cache.clone())
+                .collect(),
+            system: request
+                .system
+                .iter()
+                .map(|part| part.cache.clone())
+                .collect(),
+            messages: request
+                .messages
+                .iter()
+                .map(|message| {
+                    message
+                        .content
+                        .iter()
+                        .map(|part| part.cache_hint().cloned())
+                        .collect()
+                })
+                .collect(),
+        };
+        if request.cache == CachePolicy::Auto {
+            plan.add_automatic(request);
+        }
+        plan.cap(MAX_BREAKPOINTS);
+        plan
+    }
+
+    pub fn tool(&self, index: usize) -> Option<&CacheHint> {
+        self.tools.get(index).and_then(Option::as_ref)
+    }
+
+    pub fn system(&self, index: usize) -> Option<&CacheHint> {
+        self.system.get(index).and_then(Option::as_ref)
+    }
+
+    pub fn part(&self, message: usize, part: usize) -> Option<&CacheHint> {
+        self.messages
+            .get(message)
+            .and_then(|parts| parts.get(part))
+            .and_then(Option::as_ref)
+    }
+
+    /// Whether any part of this message carries a breakpoint.
+    pub fn message_has_breakpoint(&self, message: usize) -> bool {
+        self.messages
+            .get(message)
+            .is_some_and(|parts| parts.iter().any(Option::is_some))
+    }
+
+    fn add_automatic(&mut self, request: &LlmRequest) {
+        if let Some(last) = self.tools.last_mut() {
+            last.get_or_insert_with(CacheHint::default);
+        }
+        if let Some(last) = self.system.last_mut() {
+            last.get_or_insert_with(CacheHint::default);
+        }
+        let latest_turn = request
+            .messages
+            .iter()
+            .rposition(|message| matches!(message.role, Role::User | Role::Tool));
+        if let Some(index) = latest_turn
+            && let Some(last) = self.messages[index].last_mut()
+        {
+            last.get_or_insert_with(CacheHint::default);
+        }
+    }
+
+    fn cap(&mut self, max: usize) {
+        let mut kept = 0;
+        let slots = self
+            .tools
+            .iter_mut()
+            .chain(self.system.iter_mut())
+            .chain(self.messages.iter_mut().flatten());
+        for slot in slots {
+            if slot.is_some() {
+                if kept == max {
+                    tracing::warn!(
+                        "dropping a prompt-cache breakpoint beyond the provider limit of {max}"
+                    );
+                    *slot = None;
+                } else {
+                    kept += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Message;
+    use crate::ToolDefinition;
+
+    #[test]
+    fn auto_policy_marks_last_tool_system_and_latest_turn() {
+        let request = LlmRequest::new("m")
+            .system("a")
+            .system("b")
+            .tool(ToolDefinition::new("t1", "", serde_json::json!({})))
+            .tool(ToolDefinition::new("t2", "", serde_json::json!({})))
+            .message(Message::user("first"))
+            .message(Message::assistant(vec![]))
+            .message(Message::user("second"));
+        let plan = CachePlan::for_request(&request);
+        assert_eq!(plan.tools, vec![None, Some(CacheHint::default())]);
+        assert_eq!(plan.system, vec![None, Some(CacheHint::default())]);
+        assert!(!plan.message_has_breakpoint(0));
+        assert!(plan.part(2, 0).is_some());
+    }
+
+    #[test]
+    fn breakpoints_beyond_four_are_dropped_from_the_end() {
+        let mut request = LlmRequest::new("m");
+        request.cache = CachePolicy::Manual;
+        for i in 0..6 {
+            let mut part = crate::SystemPart::text(format!("s{i}"));
+            part.cache = Some(CacheHint::default());
+            request.system.push(part);
+        }
+        let plan = CachePlan::for_request(&request);
+        assert_eq!(plan.system.iter().filter(|hint| hint.is_some()).count(), 4);
+        assert!(plan.system(3).is_some() && plan.system(4).is_none());
+    }
+}

@@ -1,0 +1,4 @@
+mod recorded;
+mod streams_openai_chat;
+mod support;
+mod transport;

@@ -1,0 +1,4 @@
+//! `cargo xtask <task>`: developer tasks.
+fn main() {
+    println!("usage: cargo xtask bench");
+}
