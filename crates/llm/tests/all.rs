@@ -1,4 +1,8 @@
 //! The single integration-test binary of `opencode-llm`.
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly by design")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail loudly by design"
+)]
 
 mod suite;
