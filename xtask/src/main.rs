@@ -21,10 +21,7 @@ fn main() -> ExitCode {
 /// Runs every benchmark program in release mode.
 fn bench(extra: &[String]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo)
-        .args(["bench", "-p", "opencode-llm", "--bench", "llm", "--"])
-        .args(extra)
-        .status();
+    let status = Command::new(cargo).args(["bench", "-p", "opencode-llm", "--bench", "llm", "--"]).args(extra).status();
     match status {
         Ok(status) if status.success() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,

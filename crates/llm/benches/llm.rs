@@ -35,29 +35,17 @@ fn main() {
     }
     let corpora = load_corpora(&fixtures);
     println!("decode throughput (one core, recorded streams fed in 1 KiB reads)");
-    println!(
-        "{:<26} {:>10} {:>14} {:>18} {:>8}",
-        "protocol", "bytes", "decode MB/s", "from_slice MB/s", "ratio"
-    );
+    println!("{:<26} {:>10} {:>14} {:>18} {:>8}", "protocol", "bytes", "decode MB/s", "from_slice MB/s", "ratio");
     for corpus in &corpora {
         decode_benchmark(corpus);
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     runtime.block_on(overhead_benchmark(&fixtures));
 }
 
 fn load_corpora(fixtures: &Path) -> Vec<Corpus> {
     let sets: [(&str, &[&str]); 5] = [
-        (
-            "openai-chat",
-            &[
-                "recordings/llm/openai-chat",
-                "recordings/llm/openai-compatible-chat",
-            ],
-        ),
+        ("openai-chat", &["recordings/llm/openai-chat", "recordings/llm/openai-compatible-chat"]),
         ("openai-responses", &["recordings/llm/openai-responses"]),
         ("anthropic-messages", &["recordings/llm/anthropic-messages"]),
         ("gemini", &["recordings/llm/gemini"]),
@@ -159,9 +147,7 @@ fn payloads(corpus: &Corpus) -> Vec<Vec<u8>> {
         let _ = frames.finish(&mut buf);
         for frame in buf {
             match frame {
-                Frame::Sse(event) if event.data.trim() != "[DONE]" => {
-                    out.push(event.data.into_bytes())
-                }
+                Frame::Sse(event) if event.data.trim() != "[DONE]" => out.push(event.data.into_bytes()),
                 Frame::EventStream(message) => out.push(message.payload.to_vec()),
                 Frame::Sse(_) => {}
             }
@@ -193,9 +179,7 @@ fn throughput(bytes: usize, work: impl Fn() -> usize) -> f64 {
 }
 
 async fn overhead_benchmark(fixtures: &Path) {
-    let Ok(cassette) =
-        Cassette::load(&fixtures.join("recordings/llm/openai-chat/streams-tool-call.json"))
-    else {
+    let Ok(cassette) = Cassette::load(&fixtures.join("recordings/llm/openai-chat/streams-tool-call.json")) else {
         eprintln!("skipping overhead benchmark: cassette missing");
         return;
     };
@@ -213,9 +197,7 @@ async fn overhead_benchmark(fixtures: &Path) {
     .expect("route");
     let client = LlmClient::new().expect("client");
     let http = reqwest::Client::new();
-    let request = LlmRequest::new("gpt-4o-mini")
-        .system("Call tools.")
-        .message(Message::user("Call get_weather."));
+    let request = LlmRequest::new("gpt-4o-mini").system("Call tools.").message(Message::user("Call get_weather."));
     let body = client.prepare(&route, &request).expect("prepare").body;
     let url = format!("{}/v1/chat/completions", mock.base_url());
 
@@ -225,47 +207,24 @@ async fn overhead_benchmark(fixtures: &Path) {
     for _ in 0..RUNS {
         mock.push(MockResponse::from_recorded(response));
         let start = Instant::now();
-        let reply = http
-            .post(&url)
-            .body(body.clone())
-            .send()
-            .await
-            .expect("send");
+        let reply = http.post(&url).body(body.clone()).send().await.expect("send");
         let mut stream = reply.bytes_stream();
         while stream.next().await.is_some() {}
         plain.push(start.elapsed());
 
         mock.push(MockResponse::from_recorded(response));
         let start = Instant::now();
-        let events: Vec<_> = client
-            .stream(&route, &request)
-            .await
-            .expect("stream")
-            .collect()
-            .await;
+        let events: Vec<_> = client.stream(&route, &request).await.expect("stream").collect().await;
         full.push(start.elapsed());
-        assert!(
-            events
-                .last()
-                .is_some_and(|event| matches!(event, opencode_llm::LlmEvent::Finish { .. }))
-        );
+        assert!(events.last().is_some_and(|event| matches!(event, opencode_llm::LlmEvent::Finish { .. })));
     }
     let plain = median(&mut plain);
     let full = median(&mut full);
     println!();
     println!("per-call overhead against the local mock ({RUNS} calls, medians)");
-    println!(
-        "  plain HTTP round trip:   {:>8.1} µs",
-        plain.as_secs_f64() * 1e6
-    );
-    println!(
-        "  LlmClient::stream:       {:>8.1} µs",
-        full.as_secs_f64() * 1e6
-    );
-    println!(
-        "  overhead:                {:>8.1} µs",
-        (full.as_secs_f64() - plain.as_secs_f64()) * 1e6
-    );
+    println!("  plain HTTP round trip:   {:>8.1} µs", plain.as_secs_f64() * 1e6);
+    println!("  LlmClient::stream:       {:>8.1} µs", full.as_secs_f64() * 1e6);
+    println!("  overhead:                {:>8.1} µs", (full.as_secs_f64() - plain.as_secs_f64()) * 1e6);
 }
 
 fn median(samples: &mut [Duration]) -> Duration {

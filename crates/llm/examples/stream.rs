@@ -63,37 +63,23 @@ async fn run(args: Args) -> Result<(), LlmError> {
     // Kept alive for the whole run when `--mock` is used.
     let mut mock = None;
     let (provider_id, config) = if args.mock {
-        let server = MockProvider::start().await.map_err(|err| {
-            LlmError::configuration(format!("cannot start the mock provider: {err}"))
-        })?;
+        let server = MockProvider::start()
+            .await
+            .map_err(|err| LlmError::configuration(format!("cannot start the mock provider: {err}")))?;
         server.push(scripted_reply(&prompt));
-        let config = ProviderConfig {
-            base_url: Some(format!("{}/v1", server.base_url())),
-            ..Default::default()
-        };
+        let config = ProviderConfig { base_url: Some(format!("{}/v1", server.base_url())), ..Default::default() };
         mock = Some(server);
         ("openai-compatible".to_owned(), config)
     } else {
-        let provider = args
-            .provider
-            .clone()
-            .ok_or_else(|| LlmError::configuration("--provider is required"))?;
-        let config = ProviderConfig {
-            base_url: args.base_url.clone(),
-            protocol: args.protocol.clone(),
-            ..Default::default()
-        };
+        let provider = args.provider.clone().ok_or_else(|| LlmError::configuration("--provider is required"))?;
+        let config =
+            ProviderConfig { base_url: args.base_url.clone(), protocol: args.protocol.clone(), ..Default::default() };
         (provider, config)
     };
     let route = provider::route(&provider_id, &config)?;
 
-    let model = args.model.clone().unwrap_or_else(|| {
-        if mock.is_some() {
-            "mock-model".to_owned()
-        } else {
-            String::new()
-        }
-    });
+    let model =
+        args.model.clone().unwrap_or_else(|| if mock.is_some() { "mock-model".to_owned() } else { String::new() });
     if model.is_empty() {
         return Err(LlmError::configuration("--model is required"));
     }
@@ -130,12 +116,12 @@ fn scripted_reply(prompt: &str) -> MockResponse {
     let reply = format!("You said: {prompt}");
     let mut chunks: Vec<String> = reply
         .split_inclusive(' ')
-        .map(|word| json!({"id": "mock-1", "model": "mock-model", "choices": [{"index": 0, "delta": {"content": word}}]}).to_string())
+        .map(|word| {
+            json!({"id": "mock-1", "model": "mock-model", "choices": [{"index": 0, "delta": {"content": word}}]})
+                .to_string()
+        })
         .collect();
-    chunks.push(
-        json!({"id": "mock-1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-            .to_string(),
-    );
+    chunks.push(json!({"id": "mock-1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string());
     let words = reply.split(' ').count() as u64;
     chunks.push(
         json!({"id": "mock-1", "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": words, "total_tokens": 12 + words}})
@@ -157,10 +143,7 @@ fn parse_args(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
             "--system" => args.system = Some(value("--system")?),
             "--max-tokens" => {
                 let raw = value("--max-tokens")?;
-                args.max_tokens = Some(
-                    raw.parse()
-                        .map_err(|_| format!("--max-tokens takes a number, not `{raw}`"))?,
-                );
+                args.max_tokens = Some(raw.parse().map_err(|_| format!("--max-tokens takes a number, not `{raw}`"))?);
             }
             "--mock" => args.mock = true,
             "-h" | "--help" => return Err("help requested".to_owned()),

@@ -41,9 +41,7 @@ impl Secret {
     pub fn lookup(&self) -> Option<String> {
         match self {
             Self::Value(value) => Some(value.clone()),
-            Self::Env(vars) => vars
-                .iter()
-                .find_map(|var| std::env::var(var).ok().filter(|value| !value.is_empty())),
+            Self::Env(vars) => vars.iter().find_map(|var| std::env::var(var).ok().filter(|value| !value.is_empty())),
         }
     }
 
@@ -53,10 +51,7 @@ impl Secret {
             Self::Value(_) => LlmError::new(ErrorKind::Authentication, "the API key is empty"),
             Self::Env(vars) => LlmError::new(
                 ErrorKind::Authentication,
-                format!(
-                    "missing API key: set the environment variable {}",
-                    vars.join(" or ")
-                ),
+                format!("missing API key: set the environment variable {}", vars.join(" or ")),
             ),
         })
     }
@@ -83,18 +78,11 @@ impl Auth {
     }
 
     pub fn header_env(name: &str, var: &str) -> Self {
-        Self::Header {
-            name: name.to_owned(),
-            secret: Secret::env(var),
-        }
+        Self::Header { name: name.to_owned(), secret: Secret::env(var) }
     }
 
     /// Adds the credentials to the request; returns the secrets used, for redaction.
-    pub fn apply(
-        &self,
-        request: &mut PreparedRequest,
-        now: SystemTime,
-    ) -> Result<Vec<String>, LlmError> {
+    pub fn apply(&self, request: &mut PreparedRequest, now: SystemTime) -> Result<Vec<String>, LlmError> {
         match self {
             Self::None => Ok(Vec::new()),
             Self::Bearer(secret) => {

@@ -64,15 +64,8 @@ const PROTOCOL_OWNED_FIELDS: &[&str] = &[
 ];
 
 /// Headers no HTTP overlay may set: credentials and framing belong to the route.
-const PROTECTED_HEADERS: &[&str] = &[
-    "authorization",
-    "x-api-key",
-    "api-key",
-    "x-goog-api-key",
-    "content-type",
-    "host",
-    "content-length",
-];
+const PROTECTED_HEADERS: &[&str] =
+    &["authorization", "x-api-key", "api-key", "x-goog-api-key", "content-type", "host", "content-length"];
 
 /// The most bytes read from a failed response's body.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -107,20 +100,13 @@ pub struct PreparedRequest {
 
 impl PreparedRequest {
     pub fn new(method: &str, url: reqwest::Url, body: impl Into<Bytes>) -> Self {
-        Self {
-            method: method.to_owned(),
-            url,
-            headers: Vec::new(),
-            body: body.into(),
-        }
+        Self { method: method.to_owned(), url, headers: Vec::new(), body: body.into() }
     }
 
     /// Sets a header, replacing any value under the same (case-insensitive) name.
     pub fn set_header(&mut self, name: &str, value: &str) {
-        self.headers
-            .retain(|(key, _)| !key.eq_ignore_ascii_case(name));
-        self.headers
-            .push((name.to_ascii_lowercase(), value.to_owned()));
+        self.headers.retain(|(key, _)| !key.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_ascii_lowercase(), value.to_owned()));
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -151,9 +137,7 @@ impl LlmClient {
         let http = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .build()
-            .map_err(|err| {
-                LlmError::configuration(format!("cannot build the HTTP client: {err}"))
-            })?;
+            .map_err(|err| LlmError::configuration(format!("cannot build the HTTP client: {err}")))?;
         Ok(Self { http, options })
     }
 
@@ -162,11 +146,7 @@ impl LlmClient {
     }
 
     /// Encodes `request` for `route` without sending it (credentials are not applied).
-    pub fn prepare(
-        &self,
-        route: &Route,
-        request: &LlmRequest,
-    ) -> Result<PreparedRequest, LlmError> {
+    pub fn prepare(&self, route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmError> {
         prepare(route, request).map_err(|err| err.with_provider(&route.provider))
     }
 
@@ -199,11 +179,7 @@ impl LlmClient {
     }
 
     /// Sends one provider turn and folds the whole stream into a response.
-    pub async fn generate(
-        &self,
-        route: &Route,
-        request: &LlmRequest,
-    ) -> Result<LlmResponse, LlmError> {
+    pub async fn generate(&self, route: &Route, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let events: Vec<LlmEvent> = self.stream(route, request).await?.collect().await;
         let response = LlmResponse::from_events(&events);
         match response.error {
@@ -219,25 +195,17 @@ impl LlmClient {
         prepared: &PreparedRequest,
     ) -> Result<(reqwest::Response, Vec<String>), LlmError> {
         let mut request = prepared.clone();
-        let secrets = route
-            .auth
-            .apply(&mut request, SystemTime::now())
-            .map_err(|err| err.with_provider(&route.provider))?;
+        let secrets =
+            route.auth.apply(&mut request, SystemTime::now()).map_err(|err| err.with_provider(&route.provider))?;
         let fail = |error: LlmError| error.with_provider(&route.provider).redact(&secrets);
 
-        let mut builder = self
-            .http
-            .request(method(&request.method)?, request.url.clone())
-            .body(request.body.clone());
+        let mut builder = self.http.request(method(&request.method)?, request.url.clone()).body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
         let response = match tokio::time::timeout(self.options.idle_timeout, builder.send()).await {
             Err(_) => {
-                return Err(fail(timeout_error(
-                    self.options.idle_timeout,
-                    "response headers",
-                )));
+                return Err(fail(timeout_error(self.options.idle_timeout, "response headers")));
             }
             Ok(Err(err)) => return Err(fail(transport_error(&err))),
             Ok(Ok(response)) => response,
@@ -245,22 +213,14 @@ impl LlmClient {
 
         let status = response.status().as_u16();
         let headers = header_pairs(response.headers());
-        let content_type = crate::error::header(&headers, "content-type")
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let content_type = crate::error::header(&headers, "content-type").unwrap_or("").to_ascii_lowercase();
         if !response.status().is_success() {
             let body = read_bounded(response, self.options.idle_timeout).await;
             return Err(fail(classify_http(status, &headers, &body)));
         }
         if content_type.contains("json") || content_type.contains("html") {
             let body = read_bounded(response, self.options.idle_timeout).await;
-            return Err(fail(unexpected_success_body(
-                route,
-                status,
-                &headers,
-                &content_type,
-                &body,
-            )));
+            return Err(fail(unexpected_success_body(route, status, &headers, &content_type, &body)));
         }
         Ok((response, secrets))
     }
@@ -284,9 +244,7 @@ impl LlmClient {
             secrets,
             done: false,
         };
-        LlmStream {
-            inner: Box::pin(futures_util::stream::unfold(state, Decoding::next)),
-        }
+        LlmStream { inner: Box::pin(futures_util::stream::unfold(state, Decoding::next)) }
     }
 }
 
@@ -396,9 +354,7 @@ impl Decoding {
                     if error.provider.is_none() {
                         error.provider = Some(self.provider.clone());
                     }
-                    LlmEvent::Error {
-                        error: error.redact(&self.secrets),
-                    }
+                    LlmEvent::Error { error: error.redact(&self.secrets) }
                 }
                 other => other,
             };
@@ -426,26 +382,15 @@ fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmEr
             fields.insert(key.clone(), value.clone());
         }
     }
-    let body = serde_json::to_vec(&body).map_err(|err| {
-        LlmError::invalid_request(format!("cannot serialize the request body: {err}"))
-    })?;
+    let body = serde_json::to_vec(&body)
+        .map_err(|err| LlmError::invalid_request(format!("cannot serialize the request body: {err}")))?;
 
-    let path = route
-        .endpoint
-        .path
-        .clone()
-        .unwrap_or_else(|| route.protocol.path(&effective));
+    let path = route.endpoint.path.clone().unwrap_or_else(|| route.protocol.path(&effective));
     let raw_url = format!("{}{path}", route.endpoint.base_url);
-    let mut url = reqwest::Url::parse(&raw_url).map_err(|err| {
-        LlmError::configuration(format!("invalid endpoint URL `{raw_url}`: {err}"))
-    })?;
-    let extra_query: Vec<(&String, &String)> = route
-        .endpoint
-        .query
-        .iter()
-        .map(|(k, v)| (k, v))
-        .chain(request.http.query.iter())
-        .collect();
+    let mut url = reqwest::Url::parse(&raw_url)
+        .map_err(|err| LlmError::configuration(format!("invalid endpoint URL `{raw_url}`: {err}")))?;
+    let extra_query: Vec<(&String, &String)> =
+        route.endpoint.query.iter().map(|(k, v)| (k, v)).chain(request.http.query.iter()).collect();
     if !extra_query.is_empty() {
         url.query_pairs_mut().extend_pairs(extra_query);
     }
@@ -476,12 +421,7 @@ fn method(name: &str) -> Result<reqwest::Method, LlmError> {
 fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
-        .filter_map(|(name, value)| {
-            value
-                .to_str()
-                .ok()
-                .map(|value| (name.as_str().to_owned(), value.to_owned()))
-        })
+        .filter_map(|(name, value)| value.to_str().ok().map(|value| (name.as_str().to_owned(), value.to_owned())))
         .collect()
 }
 
@@ -510,21 +450,12 @@ fn unexpected_success_body(
     if let Ok(value) = serde_json::from_slice::<Value>(body)
         && let Some(error) = value.get("error")
     {
-        let embedded_status = error
-            .get("code")
-            .and_then(Value::as_u64)
-            .filter(|code| (400..600).contains(code));
+        let embedded_status = error.get("code").and_then(Value::as_u64).filter(|code| (400..600).contains(code));
         if let Some(code) = embedded_status {
             return classify_http(code as u16, headers, body);
         }
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .or(error.as_str())
-            .unwrap_or("unknown error");
-        let code = ["code", "type"]
-            .iter()
-            .find_map(|key| error.get(*key).and_then(Value::as_str));
+        let message = error.get("message").and_then(Value::as_str).or(error.as_str()).unwrap_or("unknown error");
+        let code = ["code", "type"].iter().find_map(|key| error.get(*key).and_then(Value::as_str));
         return classify_stream_error(code, message).with_status(status);
     }
     let snippet: String = String::from_utf8_lossy(body).chars().take(300).collect();
@@ -536,25 +467,12 @@ fn unexpected_success_body(
 }
 
 fn timeout_error(after: Duration, waiting_for: &str) -> LlmError {
-    LlmError::new(
-        ErrorKind::Timeout,
-        format!(
-            "no {waiting_for} from the provider for {} s",
-            after.as_secs_f64()
-        ),
-    )
+    LlmError::new(ErrorKind::Timeout, format!("no {waiting_for} from the provider for {} s", after.as_secs_f64()))
 }
 
 fn transport_error(err: &reqwest::Error) -> LlmError {
-    let what = if err.is_connect() {
-        "cannot connect to the provider"
-    } else {
-        "the request failed"
-    };
-    LlmError::new(
-        ErrorKind::Transport,
-        format!("{what}: {}", error_chain(err)),
-    )
+    let what = if err.is_connect() { "cannot connect to the provider" } else { "the request failed" };
+    LlmError::new(ErrorKind::Transport, format!("{what}: {}", error_chain(err)))
 }
 
 /// An error and its sources, joined: reqwest's top-level message alone rarely says what failed.

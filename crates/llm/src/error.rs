@@ -47,10 +47,7 @@ pub enum ErrorKind {
 impl ErrorKind {
     /// Whether an error of this kind is worth retrying by default.
     pub fn default_retryable(self) -> bool {
-        matches!(
-            self,
-            Self::RateLimit | Self::ProviderInternal | Self::Transport | Self::Timeout
-        )
+        matches!(self, Self::RateLimit | Self::ProviderInternal | Self::Transport | Self::Timeout)
     }
 }
 
@@ -135,9 +132,7 @@ impl LlmError {
     pub fn hint(&self) -> &'static str {
         match self.kind {
             ErrorKind::InvalidRequest => "check the model id and the options this model supports",
-            ErrorKind::ContextOverflow => {
-                "compact the conversation or pick a model with a larger context window"
-            }
+            ErrorKind::ContextOverflow => "compact the conversation or pick a model with a larger context window",
             ErrorKind::Authentication => "check the API key or sign in again",
             ErrorKind::RateLimit => "wait and retry, or lower the request rate",
             ErrorKind::QuotaExceeded => "add credits or raise the spending limit with the provider",
@@ -206,14 +201,8 @@ const MAX_ERROR_BODY: usize = 2000;
 /// Classifies a non-success HTTP response (or a success response whose body is an error).
 pub fn classify_http(status: u16, headers: &[(String, String)], body: &[u8]) -> LlmError {
     let parsed = serde_json::from_slice::<Value>(body).ok();
-    let details = parsed
-        .as_ref()
-        .map(ErrorDetails::from_json)
-        .unwrap_or_default();
-    let message = details
-        .message
-        .clone()
-        .unwrap_or_else(|| body_snippet(status, headers, body));
+    let details = parsed.as_ref().map(ErrorDetails::from_json).unwrap_or_default();
+    let message = details.message.clone().unwrap_or_else(|| body_snippet(status, headers, body));
     let haystack = format!("{} {}", details.code.as_deref().unwrap_or(""), message);
 
     let kind = if is_content_policy(&haystack) && status != 429 {
@@ -285,18 +274,12 @@ fn is_content_policy(text: &str) -> bool {
     CONTENT_POLICY.is_match(text)
 }
 
-#[allow(
-    clippy::expect_used,
-    reason = "the patterns are constants covered by tests"
-)]
+#[allow(clippy::expect_used, reason = "the patterns are constants covered by tests")]
 fn regex_set(patterns: &[&str]) -> RegexSet {
     RegexSet::new(patterns).expect("constant regex set compiles")
 }
 
-#[allow(
-    clippy::expect_used,
-    reason = "the pattern is a constant covered by tests"
-)]
+#[allow(clippy::expect_used, reason = "the pattern is a constant covered by tests")]
 fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("constant regex compiles")
 }
@@ -328,11 +311,7 @@ static OVERFLOW: LazyLock<RegexSet> = LazyLock::new(|| {
 });
 
 static OVERFLOW_EXCLUSIONS: LazyLock<RegexSet> = LazyLock::new(|| {
-    regex_set(&[
-        r"(?i)^(throttling error|service unavailable):",
-        r"(?i)rate limit",
-        r"(?i)too many requests",
-    ])
+    regex_set(&[r"(?i)^(throttling error|service unavailable):", r"(?i)rate limit", r"(?i)too many requests"])
 });
 
 static QUOTA: LazyLock<Regex> = LazyLock::new(|| {
@@ -344,21 +323,15 @@ static QUOTA: LazyLock<Regex> = LazyLock::new(|| {
 static CONTENT_POLICY: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(?i)content[-_\s]?policy|content_filter|safety system|flagged"));
 
-static RATE_LIMIT: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)rate[-_\s]?limit|too many requests|throttl"));
+static RATE_LIMIT: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)rate[-_\s]?limit|too many requests|throttl"));
 
-static AUTH: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)authentication|unauthori[sz]ed|invalid[-_\s]api[-_\s]key|permission_error")
-});
+static AUTH: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?i)authentication|unauthori[sz]ed|invalid[-_\s]api[-_\s]key|permission_error"));
 
-static INVALID: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)invalid_request|invalid_prompt|validation"));
+static INVALID: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)invalid_request|invalid_prompt|validation"));
 
-static TRANSIENT: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"(?i)overloaded|server_error|server_is_overloaded|internal|unavailable|timeout|try again",
-    )
-});
+static TRANSIENT: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?i)overloaded|server_error|server_is_overloaded|internal|unavailable|timeout|try again"));
 
 /// Error fields found in a provider's JSON error body, whatever its shape.
 #[derive(Debug, Default)]
@@ -389,32 +362,14 @@ impl ErrorDetails {
             .iter()
             .find_map(|key| match object.get(*key) {
                 Some(Value::String(code)) if !code.is_empty() => Some(code.clone()),
-                Some(Value::Number(code)) if *key == "code" && object.get("type").is_none() => {
-                    Some(code.to_string())
-                }
+                Some(Value::Number(code)) if *key == "code" && object.get("type").is_none() => Some(code.to_string()),
                 _ => None,
             })
-            .or_else(|| {
-                root.get("__type")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-        let retry_after_ms = object
-            .get("details")
-            .and_then(Value::as_array)
-            .and_then(|details| {
-                details.iter().find_map(|detail| {
-                    detail
-                        .get("retryDelay")
-                        .and_then(Value::as_str)
-                        .and_then(parse_duration)
-                })
-            });
-        Self {
-            message,
-            code,
-            retry_after_ms,
-        }
+            .or_else(|| root.get("__type").and_then(Value::as_str).map(str::to_owned));
+        let retry_after_ms = object.get("details").and_then(Value::as_array).and_then(|details| {
+            details.iter().find_map(|detail| detail.get("retryDelay").and_then(Value::as_str).and_then(parse_duration))
+        });
+        Self { message, code, retry_after_ms }
     }
 }
 
@@ -428,11 +383,7 @@ fn body_snippet(status: u16, headers: &[(String, String)], body: &[u8]) -> Strin
     let text = String::from_utf8_lossy(body);
     let is_html = header(headers, "content-type").is_some_and(|value| value.contains("html"))
         || text.trim_start().starts_with('<');
-    let text = if is_html {
-        strip_tags(&text)
-    } else {
-        text.trim().to_owned()
-    };
+    let text = if is_html { strip_tags(&text) } else { text.trim().to_owned() };
     if text.is_empty() {
         return format!("provider request failed with HTTP {status} and an empty body");
     }
@@ -440,11 +391,7 @@ fn body_snippet(status: u16, headers: &[(String, String)], body: &[u8]) -> Strin
     if snippet.len() < text.len() {
         snippet.push('…');
     }
-    if is_html {
-        format!("provider answered with an HTML page: {snippet}")
-    } else {
-        snippet
-    }
+    if is_html { format!("provider answered with an HTML page: {snippet}") } else { snippet }
 }
 
 fn strip_tags(html: &str) -> String {
@@ -465,17 +412,12 @@ fn strip_tags(html: &str) -> String {
 }
 
 pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(key, _)| key.eq_ignore_ascii_case(name))
-        .map(|(_, value)| value.as_str())
+    headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
 }
 
 /// `retry-after-ms`, then `retry-after` in seconds or as an HTTP date.
 pub fn retry_after_ms(headers: &[(String, String)]) -> Option<u64> {
-    if let Some(ms) =
-        header(headers, "retry-after-ms").and_then(|value| value.trim().parse::<f64>().ok())
-    {
+    if let Some(ms) = header(headers, "retry-after-ms").and_then(|value| value.trim().parse::<f64>().ok()) {
         return (ms.is_finite() && ms >= 0.0).then_some(ms as u64);
     }
     let value = header(headers, "retry-after")?.trim();
@@ -483,24 +425,15 @@ pub fn retry_after_ms(headers: &[(String, String)]) -> Option<u64> {
         return (seconds.is_finite() && seconds >= 0.0).then_some((seconds * 1000.0) as u64);
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    let wait = date
-        .duration_since(std::time::SystemTime::now())
-        .unwrap_or_default();
+    let wait = date.duration_since(std::time::SystemTime::now()).unwrap_or_default();
     Some(wait.as_millis() as u64)
 }
 
 fn request_id(headers: &[(String, String)]) -> Option<String> {
-    [
-        "x-request-id",
-        "request-id",
-        "x-amzn-requestid",
-        "x-amz-request-id",
-        "x-goog-request-id",
-        "cf-ray",
-    ]
-    .iter()
-    .find_map(|name| header(headers, name))
-    .map(str::to_owned)
+    ["x-request-id", "request-id", "x-amzn-requestid", "x-amz-request-id", "x-goog-request-id", "cf-ray"]
+        .iter()
+        .find_map(|name| header(headers, name))
+        .map(str::to_owned)
 }
 
 #[cfg(test)]
@@ -518,11 +451,7 @@ mod tests {
         assert_eq!(error.kind, ErrorKind::InvalidRequest);
         assert!(!error.retryable);
         assert_eq!(error.code.as_deref(), Some("unsupported_parameter"));
-        assert!(
-            error
-                .message
-                .starts_with("Unsupported parameter: 'max_tokens'")
-        );
+        assert!(error.message.starts_with("Unsupported parameter: 'max_tokens'"));
     }
 
     #[test]
@@ -537,81 +466,45 @@ mod tests {
     fn quota_429_is_terminal_and_rate_limit_429_is_retryable() {
         let quota = br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
         let error = classify_http(429, &json_headers(), quota);
-        assert_eq!(
-            (error.kind, error.retryable),
-            (ErrorKind::QuotaExceeded, false)
-        );
+        assert_eq!((error.kind, error.retryable), (ErrorKind::QuotaExceeded, false));
 
         let mut headers = json_headers();
         headers.push(("retry-after".to_owned(), "3".to_owned()));
-        let error = classify_http(
-            429,
-            &headers,
-            br#"{"error":{"message":"Rate limit reached"}}"#,
-        );
-        assert_eq!(
-            (error.kind, error.retryable, error.retry_after_ms),
-            (ErrorKind::RateLimit, true, Some(3000))
-        );
+        let error = classify_http(429, &headers, br#"{"error":{"message":"Rate limit reached"}}"#);
+        assert_eq!((error.kind, error.retryable, error.retry_after_ms), (ErrorKind::RateLimit, true, Some(3000)));
     }
 
     #[test]
     fn retry_after_ms_header_wins() {
-        let headers = vec![
-            ("retry-after-ms".to_owned(), "250".to_owned()),
-            ("retry-after".to_owned(), "9".to_owned()),
-        ];
+        let headers = vec![("retry-after-ms".to_owned(), "250".to_owned()), ("retry-after".to_owned(), "9".to_owned())];
         assert_eq!(retry_after_ms(&headers), Some(250));
     }
 
     #[test]
     fn html_error_page_becomes_a_readable_message() {
         let headers = vec![("content-type".to_owned(), "text/html".to_owned())];
-        let error = classify_http(
-            502,
-            &headers,
-            b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-        );
+        let error = classify_http(502, &headers, b"<html><body><h1>502 Bad Gateway</h1></body></html>");
         assert_eq!(error.kind, ErrorKind::ProviderInternal);
-        assert_eq!(
-            error.message,
-            "provider answered with an HTML page: 502 Bad Gateway"
-        );
+        assert_eq!(error.message, "provider answered with an HTML page: 502 Bad Gateway");
     }
 
     #[test]
     fn overloaded_stream_error_is_retryable() {
         let error = classify_stream_error(Some("overloaded_error"), "Overloaded");
-        assert_eq!(
-            (error.kind, error.retryable),
-            (ErrorKind::ProviderInternal, true)
-        );
-        let error = classify_stream_error(
-            Some("insufficient_quota"),
-            "You exceeded your current quota",
-        );
-        assert_eq!(
-            (error.kind, error.retryable),
-            (ErrorKind::QuotaExceeded, false)
-        );
+        assert_eq!((error.kind, error.retryable), (ErrorKind::ProviderInternal, true));
+        let error = classify_stream_error(Some("insufficient_quota"), "You exceeded your current quota");
+        assert_eq!((error.kind, error.retryable), (ErrorKind::QuotaExceeded, false));
     }
 
     #[test]
     fn overflow_exclusions_win() {
-        assert!(is_context_overflow(
-            "This model's maximum context length is 8192 tokens"
-        ));
-        assert!(!is_context_overflow(
-            "Rate limit: maximum context length is 8192 tokens"
-        ));
+        assert!(is_context_overflow("This model's maximum context length is 8192 tokens"));
+        assert!(!is_context_overflow("Rate limit: maximum context length is 8192 tokens"));
     }
 
     #[test]
     fn secrets_are_redacted_raw_and_url_encoded() {
         let secrets = vec!["sk-abc/123".to_owned()];
-        assert_eq!(
-            redact("key sk-abc/123 and sk-abc%2F123", &secrets),
-            "key <redacted> and <redacted>"
-        );
+        assert_eq!(redact("key sk-abc/123 and sk-abc%2F123", &secrets), "key <redacted> and <redacted>");
     }
 }

@@ -135,13 +135,7 @@ pub struct Usage {
 impl Usage {
     /// For providers whose input count already includes cached tokens (OpenAI, Gemini, most
     /// compatible providers) and whose output count already includes reasoning.
-    pub fn from_inclusive(
-        input: u64,
-        cache_read: u64,
-        cache_write: u64,
-        output: u64,
-        reasoning: u64,
-    ) -> Self {
+    pub fn from_inclusive(input: u64, cache_read: u64, cache_write: u64, output: u64, reasoning: u64) -> Self {
         let cache_read = cache_read.min(input);
         let cache_write = cache_write.min(input - cache_read);
         let output = output.max(reasoning);
@@ -157,13 +151,7 @@ impl Usage {
     }
 
     /// For providers whose input count excludes cached tokens (Anthropic, Bedrock).
-    pub fn from_exclusive(
-        non_cached: u64,
-        cache_read: u64,
-        cache_write: u64,
-        output: u64,
-        reasoning: u64,
-    ) -> Self {
+    pub fn from_exclusive(non_cached: u64, cache_read: u64, cache_write: u64, output: u64, reasoning: u64) -> Self {
         let input = non_cached + cache_read + cache_write;
         Self::from_inclusive(input, cache_read, cache_write, output, reasoning)
     }

@@ -98,10 +98,7 @@ pub struct SystemPart {
 
 impl SystemPart {
     pub fn text(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            cache: None,
-        }
+        Self { text: text.into(), cache: None }
     }
 }
 
@@ -128,24 +125,14 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            content: vec![ContentPart::text(text)],
-        }
+        Self { role: Role::User, content: vec![ContentPart::text(text)] }
     }
 
     pub fn assistant(content: Vec<ContentPart>) -> Self {
-        Self {
-            role: Role::Assistant,
-            content,
-        }
+        Self { role: Role::Assistant, content }
     }
 
-    pub fn tool_result(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        result: ToolResultValue,
-    ) -> Self {
+    pub fn tool_result(id: impl Into<String>, name: impl Into<String>, result: ToolResultValue) -> Self {
         Self {
             role: Role::Tool,
             content: vec![ContentPart::ToolResult {
@@ -161,10 +148,7 @@ impl Message {
 
     /// A mid-conversation system update.
     pub fn system_update(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::System,
-            content: vec![ContentPart::text(text)],
-        }
+        Self { role: Role::System, content: vec![ContentPart::text(text)] }
     }
 
     /// Concatenated text of the message's text parts.
@@ -235,11 +219,7 @@ pub enum ContentPart {
 
 impl ContentPart {
     pub fn text(text: impl Into<String>) -> Self {
-        Self::Text {
-            text: text.into(),
-            cache: None,
-            provider_metadata: None,
-        }
+        Self::Text { text: text.into(), cache: None, provider_metadata: None }
     }
 
     pub fn cache_hint(&self) -> Option<&CacheHint> {
@@ -332,17 +312,8 @@ pub struct ToolDefinition {
 }
 
 impl ToolDefinition {
-    pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        input_schema: Value,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            description: description.into(),
-            input_schema,
-            cache: None,
-        }
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self { name: name.into(), description: description.into(), input_schema, cache: None }
     }
 }
 
@@ -392,11 +363,7 @@ impl GenerationControls {
             frequency_penalty: over.frequency_penalty.or(self.frequency_penalty),
             presence_penalty: over.presence_penalty.or(self.presence_penalty),
             seed: over.seed.or(self.seed),
-            stop: if over.stop.is_empty() {
-                self.stop.clone()
-            } else {
-                over.stop.clone()
-            },
+            stop: if over.stop.is_empty() { self.stop.clone() } else { over.stop.clone() },
         }
     }
 }
@@ -417,15 +384,11 @@ impl ProviderOptions {
     }
 
     /// Decodes one namespace into `T` (`T::default()` when absent).
-    pub fn get<T: serde::de::DeserializeOwned + Default>(
-        &self,
-        namespace: &str,
-    ) -> Result<T, LlmError> {
+    pub fn get<T: serde::de::DeserializeOwned + Default>(&self, namespace: &str) -> Result<T, LlmError> {
         match self.0.get(namespace) {
             None => Ok(T::default()),
-            Some(value) => serde_json::from_value(value.clone()).map_err(|err| {
-                LlmError::invalid_request(format!("invalid `options.{namespace}`: {err}"))
-            }),
+            Some(value) => serde_json::from_value(value.clone())
+                .map_err(|err| LlmError::invalid_request(format!("invalid `options.{namespace}`: {err}"))),
         }
     }
 

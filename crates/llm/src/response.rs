@@ -71,17 +71,9 @@ impl LlmResponse {
             .content
             .iter()
             .filter_map(|part| match part {
-                ContentPart::ToolCall {
-                    id,
-                    name,
-                    input,
-                    provider_executed: false,
-                    ..
-                } => Some(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
-                }),
+                ContentPart::ToolCall { id, name, input, provider_executed: false, .. } => {
+                    Some(ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
+                }
                 _ => None,
             })
             .collect()
@@ -111,15 +103,8 @@ impl Fold {
                     existing.push_str(text);
                 }
             }
-            LlmEvent::TextEnd {
-                id,
-                provider_metadata,
-            } => {
-                if let Some(ContentPart::Text {
-                    provider_metadata: meta,
-                    ..
-                }) = self.block(id)
-                {
+            LlmEvent::TextEnd { id, provider_metadata } => {
+                if let Some(ContentPart::Text { provider_metadata: meta, .. }) = self.block(id) {
                     *meta = provider_metadata.clone();
                 }
                 self.close_block(id);
@@ -138,18 +123,9 @@ impl Fold {
                     existing.push_str(text);
                 }
             }
-            LlmEvent::ReasoningEnd {
-                id,
-                signature,
-                encrypted,
-                provider_metadata,
-            } => {
-                if let Some(ContentPart::Reasoning {
-                    signature: s,
-                    encrypted: e,
-                    provider_metadata: m,
-                    ..
-                }) = self.block(id)
+            LlmEvent::ReasoningEnd { id, signature, encrypted, provider_metadata } => {
+                if let Some(ContentPart::Reasoning { signature: s, encrypted: e, provider_metadata: m, .. }) =
+                    self.block(id)
                 {
                     *s = signature.clone();
                     *e = encrypted.clone();
@@ -157,13 +133,7 @@ impl Fold {
                 }
                 self.close_block(id);
             }
-            LlmEvent::ToolCall {
-                id,
-                name,
-                input,
-                provider_executed,
-                provider_metadata,
-            } => {
+            LlmEvent::ToolCall { id, name, input, provider_executed, provider_metadata } => {
                 self.parts.push(ContentPart::ToolCall {
                     id: id.clone(),
                     name: name.clone(),
@@ -180,13 +150,7 @@ impl Fold {
                 cache: None,
                 provider_metadata: None,
             }),
-            LlmEvent::Finish {
-                reason,
-                usage,
-                response_id,
-                model,
-                provider_metadata,
-            } => {
+            LlmEvent::Finish { reason, usage, response_id, model, provider_metadata } => {
                 self.finish_reason = Some(*reason);
                 self.usage = usage.clone();
                 self.response_id = response_id.clone();
@@ -207,10 +171,7 @@ impl Fold {
 
     pub fn finish(self) -> LlmResponse {
         LlmResponse {
-            message: Message {
-                role: Role::Assistant,
-                content: self.parts,
-            },
+            message: Message { role: Role::Assistant, content: self.parts },
             finish_reason: self.finish_reason,
             usage: self.usage,
             response_id: self.response_id,
@@ -230,12 +191,7 @@ impl Fold {
     }
 
     fn block(&mut self, id: &str) -> Option<&mut ContentPart> {
-        let index = self
-            .open
-            .iter()
-            .rev()
-            .find(|(open, _)| open == id)
-            .map(|(_, index)| *index)?;
+        let index = self.open.iter().rev().find(|(open, _)| open == id).map(|(_, index)| *index)?;
         self.parts.get_mut(index)
     }
 }
@@ -251,10 +207,7 @@ mod tests {
         let events = vec![
             LlmEvent::StepStart { index: 0 },
             LlmEvent::ReasoningStart { id: "r".into() },
-            LlmEvent::ReasoningDelta {
-                id: "r".into(),
-                text: "hmm".into(),
-            },
+            LlmEvent::ReasoningDelta { id: "r".into(), text: "hmm".into() },
             LlmEvent::ReasoningEnd {
                 id: "r".into(),
                 signature: Some("sig".into()),
@@ -262,18 +215,9 @@ mod tests {
                 provider_metadata: None,
             },
             LlmEvent::TextStart { id: "t".into() },
-            LlmEvent::TextDelta {
-                id: "t".into(),
-                text: "Hel".into(),
-            },
-            LlmEvent::TextDelta {
-                id: "t".into(),
-                text: "lo".into(),
-            },
-            LlmEvent::TextEnd {
-                id: "t".into(),
-                provider_metadata: None,
-            },
+            LlmEvent::TextDelta { id: "t".into(), text: "Hel".into() },
+            LlmEvent::TextDelta { id: "t".into(), text: "lo".into() },
+            LlmEvent::TextEnd { id: "t".into(), provider_metadata: None },
             LlmEvent::ToolCall {
                 id: "c".into(),
                 name: "read".into(),
@@ -294,11 +238,7 @@ mod tests {
         assert_eq!(response.reasoning(), "hmm");
         assert_eq!(
             response.tool_calls(),
-            vec![ToolCall {
-                id: "c".into(),
-                name: "read".into(),
-                input: json!({"path": "a"})
-            }]
+            vec![ToolCall { id: "c".into(), name: "read".into(), input: json!({"path": "a"}) }]
         );
         assert_eq!(response.finish_reason, Some(FinishReason::ToolCalls));
         assert!(

@@ -34,10 +34,7 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// No retries at all.
     pub fn none() -> Self {
-        Self {
-            max_retries: 0,
-            ..Self::default()
-        }
+        Self { max_retries: 0, ..Self::default() }
     }
 
     /// How long to wait before retry number `retry` (0-based) after `error`, or `None` to give up.
@@ -48,10 +45,7 @@ impl RetryPolicy {
         if let Some(wait) = error.retry_after() {
             return (wait <= self.max_retry_after).then_some(wait);
         }
-        let exponential = self
-            .base_delay
-            .saturating_mul(2u32.saturating_pow(retry))
-            .min(self.max_delay);
+        let exponential = self.base_delay.saturating_mul(2u32.saturating_pow(retry)).min(self.max_delay);
         Some(exponential.mul_f64(0.8 + fastrand::f64() * 0.4))
     }
 }

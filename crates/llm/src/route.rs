@@ -52,11 +52,7 @@ impl Route {
         Self {
             provider: provider.into(),
             protocol,
-            endpoint: Endpoint {
-                base_url: trim_base_url(base_url.into()),
-                path: None,
-                query: Vec::new(),
-            },
+            endpoint: Endpoint { base_url: trim_base_url(base_url.into()), path: None, query: Vec::new() },
             auth,
             framing,
             headers: Vec::new(),
@@ -75,16 +71,13 @@ impl Route {
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
-        self.headers
-            .retain(|(key, _)| !key.eq_ignore_ascii_case(name));
+        self.headers.retain(|(key, _)| !key.eq_ignore_ascii_case(name));
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 
     pub fn with_query(mut self, name: &str, value: &str) -> Self {
-        self.endpoint
-            .query
-            .push((name.to_owned(), value.to_owned()));
+        self.endpoint.query.push((name.to_owned(), value.to_owned()));
         self
     }
 

@@ -1,8 +1,4 @@
 //! The single integration-test binary of `opencode-llm`.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "tests fail loudly by design"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly by design")]
 
 mod suite;

@@ -151,30 +151,17 @@ pub enum CassetteError {
 impl Cassette {
     /// Reads and parses a cassette file.
     pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CassetteError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| CassetteError::Io { path: path.to_owned(), source })?;
         let file: FileCassette =
-            serde_json::from_str(&text).map_err(|source| CassetteError::Parse {
-                path: path.to_owned(),
-                source,
-            })?;
+            serde_json::from_str(&text).map_err(|source| CassetteError::Parse { path: path.to_owned(), source })?;
         if file.version != 1 {
-            return Err(CassetteError::UnsupportedVersion {
-                path: path.to_owned(),
-                version: file.version,
-            });
+            return Err(CassetteError::UnsupportedVersion { path: path.to_owned(), version: file.version });
         }
         let (name, tags) = match file.metadata {
-            Some(FileMetadata {
-                name: Some(name),
-                tags,
-            }) => (name, tags),
+            Some(FileMetadata { name: Some(name), tags }) => (name, tags),
             metadata => (
-                path.file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 metadata.map(|m| m.tags).unwrap_or_default(),
             ),
         };
@@ -184,21 +171,14 @@ impl Cassette {
             .enumerate()
             .map(|(index, interaction)| interaction.into_interaction(path, index))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Cassette {
-            name,
-            tags,
-            interactions,
-        })
+        Ok(Cassette { name, tags, interactions })
     }
 
     /// One [`MockResponse`] per interaction, in order, each reproducing the
     /// recorded response (see [`MockResponse::from_recorded`]). Push them all
     /// with [`MockProvider::push_all`](crate::MockProvider::push_all).
     pub fn responses(&self) -> Vec<MockResponse> {
-        self.interactions
-            .iter()
-            .map(|interaction| MockResponse::from_recorded(&interaction.response))
-            .collect()
+        self.interactions.iter().map(|interaction| MockResponse::from_recorded(&interaction.response)).collect()
     }
 }
 
@@ -258,22 +238,14 @@ impl FileInteraction {
         if let Some(transport) = self.transport
             && transport != "http"
         {
-            return Err(CassetteError::UnsupportedTransport {
-                path: path.to_owned(),
-                index,
-                transport,
-            });
+            return Err(CassetteError::UnsupportedTransport { path: path.to_owned(), index, transport });
         }
         let body = match self.response.body_encoding.as_deref() {
             None | Some("" | "utf8" | "utf-8" | "text") => Bytes::from(self.response.body),
             Some("base64") => base64::engine::general_purpose::STANDARD
                 .decode(self.response.body.trim())
                 .map(Bytes::from)
-                .map_err(|source| CassetteError::Base64 {
-                    path: path.to_owned(),
-                    index,
-                    source,
-                })?,
+                .map_err(|source| CassetteError::Base64 { path: path.to_owned(), index, source })?,
             Some(other) => {
                 return Err(CassetteError::UnsupportedBodyEncoding {
                     path: path.to_owned(),
@@ -295,11 +267,7 @@ impl FileInteraction {
                 headers: self.request.headers,
                 body: request_body,
             },
-            response: RecordedResponse {
-                status: self.response.status,
-                headers: self.response.headers,
-                body,
-            },
+            response: RecordedResponse { status: self.response.status, headers: self.response.headers, body },
         })
     }
 }
@@ -376,10 +344,7 @@ mod tests {
     use super::*;
 
     fn load_str(name: &str, text: &str) -> Result<Cassette, CassetteError> {
-        let dir = std::env::temp_dir().join(format!(
-            "opencode-mock-provider-{}-{name}",
-            std::process::id()
-        ));
+        let dir = std::env::temp_dir().join(format!("opencode-mock-provider-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{name}.json"));
         std::fs::write(&path, text).unwrap();
@@ -401,10 +366,7 @@ mod tests {
         assert_eq!(cassette.name, "no-metadata");
         assert!(cassette.tags.is_empty());
         let interaction = &cassette.interactions[0];
-        assert_eq!(
-            interaction.request.headers,
-            vec![("b".into(), "2".into()), ("a".into(), "1".into())]
-        );
+        assert_eq!(interaction.request.headers, vec![("b".into(), "2".into()), ("a".into(), "1".into())]);
         assert_eq!(interaction.request.body, "{}");
         assert_eq!(interaction.response.body.as_ref(), &[0, 1, 2, 255]);
         assert_eq!(
@@ -429,10 +391,6 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("\"gzip\""), "{err}");
         let err = Cassette::load(Path::new("/nonexistent/cassette.json")).unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("cannot read cassette /nonexistent/cassette.json"),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("cannot read cassette /nonexistent/cassette.json"), "{err}");
     }
 }

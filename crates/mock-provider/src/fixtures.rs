@@ -40,10 +40,7 @@ pub fn require_fixtures() -> Option<PathBuf> {
             dir.display()
         );
     }
-    eprintln!(
-        "skipping: ../shared/fixtures not found (looked at {})",
-        dir.display()
-    );
+    eprintln!("skipping: ../shared/fixtures not found (looked at {})", dir.display());
     None
 }
 

@@ -72,11 +72,7 @@ pub struct MockResponse {
 impl MockResponse {
     /// A response with the given status, no headers and an empty body.
     pub fn new(status: u16) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            steps: Vec::new(),
-        }
+        Self { status, headers: Vec::new(), steps: Vec::new() }
     }
 
     /// A `200` server-sent-events response (`content-type: text/event-stream`).
@@ -105,9 +101,7 @@ impl MockResponse {
 
     /// A response with the given content type and a single-chunk body.
     pub fn body(status: u16, content_type: &str, body: impl Into<Bytes>) -> Self {
-        Self::new(status)
-            .header("content-type", content_type)
-            .chunk(body)
+        Self::new(status).header("content-type", content_type).chunk(body)
     }
 
     /// Sets a response header, replacing any header of the same name
@@ -274,10 +268,7 @@ mod tests {
         assert_eq!(r.status(), 429);
         assert_eq!(
             r.headers(),
-            &[
-                ("content-type".to_owned(), "application/json".to_owned()),
-                ("retry-after".to_owned(), "3".to_owned()),
-            ]
+            &[("content-type".to_owned(), "application/json".to_owned()), ("retry-after".to_owned(), "3".to_owned()),]
         );
         assert_eq!(chunks(&r), vec![b"{}" as &[u8]]);
     }

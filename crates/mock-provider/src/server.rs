@@ -40,10 +40,7 @@ impl RecordedRequest {
     /// The value of the first header called `name` (compared
     /// case-insensitively), if any.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
     /// The body parsed as JSON.
@@ -95,13 +92,8 @@ impl MockProvider {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            inner: Mutex::new(Inner::default()),
-            shutdown: shutdown_rx.clone(),
-        });
-        let app = Router::new()
-            .fallback(handle)
-            .with_state(Arc::clone(&shared));
+        let shared = Arc::new(Shared { inner: Mutex::new(Inner::default()), shutdown: shutdown_rx.clone() });
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&shared));
         let mut signal = shutdown_rx;
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             // Resolves when `true` is sent or when the sender is dropped.
@@ -112,11 +104,7 @@ impl MockProvider {
                 eprintln!("mock provider: server error: {err}");
             }
         });
-        Ok(MockProvider {
-            addr,
-            shared,
-            shutdown,
-        })
+        Ok(MockProvider { addr, shared, shutdown })
     }
 
     /// The server's base URL, `http://127.0.0.1:PORT`, without a trailing
@@ -157,10 +145,8 @@ impl Drop for MockProvider {
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let method = parts.method.to_string();
-    let path_and_query = parts
-        .uri
-        .path_and_query()
-        .map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
+    let path_and_query =
+        parts.uri.path_and_query().map_or_else(|| parts.uri.path().to_owned(), |pq| pq.as_str().to_owned());
     let body = match axum::body::to_bytes(body, usize::MAX).await {
         Ok(body) => body,
         Err(err) => {
@@ -172,12 +158,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     let headers = parts
         .headers
         .iter()
-        .map(|(name, value)| {
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
+        .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
         .collect();
 
     let scripted = {
@@ -191,31 +172,20 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         inner.queue.pop_front()
     };
     let Some(scripted) = scripted else {
-        return error_response(&format!(
-            "mock provider: no scripted response left for {method} {path_and_query}"
-        ));
+        return error_response(&format!("mock provider: no scripted response left for {method} {path_and_query}"));
     };
     serve(scripted, shared.shutdown.clone()).await
 }
 
 async fn serve(scripted: MockResponse, mut shutdown: watch::Receiver<bool>) -> Response {
-    let MockResponse {
-        status,
-        headers,
-        steps,
-    } = scripted;
+    let MockResponse { status, headers, steps } = scripted;
     let Ok(status) = StatusCode::from_u16(status) else {
         return error_response(&format!("mock provider: invalid scripted status {status}"));
     };
     let mut builder = Response::builder().status(status);
     for (name, value) in &headers {
-        let (Ok(name), Ok(value)) = (
-            HeaderName::try_from(name.as_str()),
-            HeaderValue::try_from(value.as_str()),
-        ) else {
-            return error_response(&format!(
-                "mock provider: invalid scripted header {name:?}: {value:?}"
-            ));
+        let (Ok(name), Ok(value)) = (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str())) else {
+            return error_response(&format!("mock provider: invalid scripted header {name:?}: {value:?}"));
         };
         builder = builder.header(name, value);
     }
@@ -239,9 +209,7 @@ async fn serve(scripted: MockResponse, mut shutdown: watch::Receiver<bool>) -> R
     } else {
         Body::from_stream(body_stream(steps, shutdown))
     };
-    builder.body(body).unwrap_or_else(|err| {
-        error_response(&format!("mock provider: cannot build the response: {err}"))
-    })
+    builder.body(body).unwrap_or_else(|err| error_response(&format!("mock provider: cannot build the response: {err}")))
 }
 
 fn body_stream(
@@ -296,10 +264,7 @@ async fn stopped(shutdown: &mut watch::Receiver<bool>) {
 }
 
 fn shut_down_error() -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::ConnectionAborted,
-        "mock provider: server shut down mid-response",
-    )
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "mock provider: server shut down mid-response")
 }
 
 /// A `500` response with an OpenAI-style JSON error body.
@@ -307,9 +272,6 @@ fn error_response(message: &str) -> Response {
     let body = serde_json::json!({ "error": { "message": message } }).to_string();
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }

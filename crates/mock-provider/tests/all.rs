@@ -4,9 +4,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
-use opencode_mock_provider::{
-    Cassette, MockProvider, MockResponse, canonical_json, require_fixtures,
-};
+use opencode_mock_provider::{Cassette, MockProvider, MockResponse, canonical_json, require_fixtures};
 use serde_json::json;
 
 /// reqwest is built with `rustls-no-provider`: `Client::new()` panics unless a
@@ -42,21 +40,11 @@ async fn serves_scripted_sse() {
     provider.push(MockResponse::sse([r#"{"a":1}"#, "[DONE]"]));
     assert_eq!(provider.remaining(), 1);
 
-    let response = client()
-        .post(format!("{}/v1/chat/completions", provider.base_url()))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let response =
+        client().post(format!("{}/v1/chat/completions", provider.base_url())).body("{}").send().await.unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"].to_str().unwrap(),
-        "text/event-stream"
-    );
-    assert_eq!(
-        response.text().await.unwrap(),
-        "data: {\"a\":1}\n\ndata: [DONE]\n\n"
-    );
+    assert_eq!(response.headers()["content-type"].to_str().unwrap(), "text/event-stream");
+    assert_eq!(response.text().await.unwrap(), "data: {\"a\":1}\n\ndata: [DONE]\n\n");
     assert_eq!(provider.remaining(), 0);
 }
 
@@ -64,8 +52,7 @@ async fn serves_scripted_sse() {
 async fn serves_json_and_custom_bodies_in_fifo_order() {
     let provider = MockProvider::start().await.unwrap();
     provider.push_all([
-        MockResponse::json(429, &json!({"error": {"message": "slow down"}}))
-            .header("retry-after", "2"),
+        MockResponse::json(429, &json!({"error": {"message": "slow down"}})).header("retry-after", "2"),
         MockResponse::body(200, "application/x-ndjson", "{\"x\":1}\n"),
         MockResponse::new(204),
     ]);
@@ -77,16 +64,9 @@ async fn serves_json_and_custom_bodies_in_fifo_order() {
     assert_eq!(response.headers()["content-type"], "application/json");
     assert_eq!(response.headers()["retry-after"], "2");
     assert_eq!(response.headers()["content-length"], "33");
-    assert_eq!(
-        response.text().await.unwrap(),
-        r#"{"error":{"message":"slow down"}}"#
-    );
+    assert_eq!(response.text().await.unwrap(), r#"{"error":{"message":"slow down"}}"#);
 
-    let response = client
-        .put(format!("{}/other", provider.base_url()))
-        .send()
-        .await
-        .unwrap();
+    let response = client.put(format!("{}/other", provider.base_url())).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/x-ndjson");
     assert_eq!(response.text().await.unwrap(), "{\"x\":1}\n");
@@ -146,21 +126,14 @@ async fn disconnect_is_an_error_not_a_clean_end() {
     let (frames, err) = read_frames(response).await;
     assert_eq!(concat(&frames), b"data: {\"a\":1}\n\n");
     let err = err.expect("the body must end with an error");
-    assert!(
-        err.is_body() || err.is_decode() || err.is_request(),
-        "{err:?}"
-    );
+    assert!(err.is_body() || err.is_decode() || err.is_request(), "{err:?}");
 }
 
 #[tokio::test]
 async fn disconnect_of_a_single_chunk_body_after_split() {
     // Also exercises a disconnect after many small frames.
     let provider = MockProvider::start().await.unwrap();
-    provider.push(
-        MockResponse::body(200, "text/plain", "0123456789")
-            .split_into_chunks(3)
-            .then_disconnect(),
-    );
+    provider.push(MockResponse::body(200, "text/plain", "0123456789").split_into_chunks(3).then_disconnect());
     let response = client().get(provider.base_url()).send().await.unwrap();
     let (frames, err) = read_frames(response).await;
     assert_eq!(concat(&frames), b"0123456789");
@@ -189,20 +162,11 @@ async fn stall_keeps_the_connection_open_until_drop() {
 async fn stall_before_any_chunk_still_sends_the_head() {
     let provider = MockProvider::start().await.unwrap();
     provider.push(MockResponse::new(200).then_stall());
-    let response = tokio::time::timeout(
-        Duration::from_secs(5),
-        client().get(provider.base_url()).send(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let response =
+        tokio::time::timeout(Duration::from_secs(5), client().get(provider.base_url()).send()).await.unwrap().unwrap();
     assert_eq!(response.status(), 200);
     let mut stream = response.bytes_stream();
-    assert!(
-        tokio::time::timeout(Duration::from_millis(200), stream.next())
-            .await
-            .is_err()
-    );
+    assert!(tokio::time::timeout(Duration::from_millis(200), stream.next()).await.is_err());
 }
 
 #[tokio::test]
@@ -220,12 +184,7 @@ async fn records_requests_in_order() {
         .send()
         .await
         .unwrap();
-    client
-        .post(format!("{}/upload", provider.base_url()))
-        .body(big.clone())
-        .send()
-        .await
-        .unwrap();
+    client.post(format!("{}/upload", provider.base_url())).body(big.clone()).send().await.unwrap();
 
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
@@ -237,10 +196,7 @@ async fn records_requests_in_order() {
     assert!(first.headers.iter().any(|(n, _)| n == "x-api-key"));
     assert!(first.headers.iter().all(|(n, _)| *n == n.to_lowercase()));
     assert_eq!(first.header("missing"), None);
-    assert_eq!(
-        first.body_json().unwrap(),
-        json!({"model": "m", "stream": true})
-    );
+    assert_eq!(first.body_json().unwrap(), json!({"model": "m", "stream": true}));
     assert_eq!(requests[1].path_and_query, "/upload");
     assert_eq!(requests[1].body.len(), big.len());
     assert!(requests[1].body_json().is_err());
@@ -249,12 +205,7 @@ async fn records_requests_in_order() {
 #[tokio::test]
 async fn empty_queue_answers_500_and_still_records() {
     let provider = MockProvider::start().await.unwrap();
-    let response = client()
-        .post(format!("{}/v1/responses?x=1", provider.base_url()))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let response = client().post(format!("{}/v1/responses?x=1", provider.base_url())).body("{}").send().await.unwrap();
     assert_eq!(response.status(), 500);
     assert_eq!(response.headers()["content-type"], "application/json");
     let body: serde_json::Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
@@ -291,10 +242,7 @@ async fn replays_a_recorded_cassette() {
     let provider = MockProvider::start().await.unwrap();
     provider.push_all(cassette.responses());
 
-    let url = recorded
-        .request
-        .url
-        .replacen("https://api.openai.com", &provider.base_url(), 1);
+    let url = recorded.request.url.replacen("https://api.openai.com", &provider.base_url(), 1);
     let response = client()
         .post(url)
         .header("content-type", "application/json")
@@ -303,20 +251,14 @@ async fn replays_a_recorded_cassette() {
         .await
         .unwrap();
     assert_eq!(response.status(), recorded.response.status);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/event-stream; charset=utf-8"
-    );
+    assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
     assert_eq!(response.bytes().await.unwrap(), recorded.response.body);
     assert!(recorded.response.body.ends_with(b"data: [DONE]\n\n"));
 
     let sent = &provider.requests()[0];
     assert_eq!(sent.path_and_query, "/v1/chat/completions");
     let recorded_body: serde_json::Value = serde_json::from_str(&recorded.request.body).unwrap();
-    assert_eq!(
-        canonical_json(&sent.body_json().unwrap()),
-        canonical_json(&recorded_body)
-    );
+    assert_eq!(canonical_json(&sent.body_json().unwrap()), canonical_json(&recorded_body));
 }
 
 #[tokio::test]
@@ -333,15 +275,8 @@ async fn replays_a_base64_cassette_byte_for_byte() {
 
     let provider = MockProvider::start().await.unwrap();
     provider.push_all(cassette.responses());
-    let response = client()
-        .post(format!("{}/model/x/converse-stream", provider.base_url()))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        response.headers()["content-type"],
-        "application/vnd.amazon.eventstream"
-    );
+    let response = client().post(format!("{}/model/x/converse-stream", provider.base_url())).send().await.unwrap();
+    assert_eq!(response.headers()["content-type"], "application/vnd.amazon.eventstream");
     assert_eq!(response.bytes().await.unwrap(), recorded.body);
 }
 
@@ -375,14 +310,9 @@ fn canonical_json_sorts_keys_recursively() {
         "a": {"y": [ {"b": true, "a": null} ], "x": "s\"q"},
         "m": [3, 1.5, "é"]
     });
-    assert_eq!(
-        canonical_json(&value),
-        r#"{"a":{"x":"s\"q","y":[{"a":null,"b":true}]},"m":[3,1.5,"é"],"z":1}"#
-    );
-    let reordered: serde_json::Value = serde_json::from_str(
-        r#"{"m":[3,1.5,"é"],"a":{"x":"s\"q","y":[{"a":null,"b":true}]},"z":1}"#,
-    )
-    .unwrap();
+    assert_eq!(canonical_json(&value), r#"{"a":{"x":"s\"q","y":[{"a":null,"b":true}]},"m":[3,1.5,"é"],"z":1}"#);
+    let reordered: serde_json::Value =
+        serde_json::from_str(r#"{"m":[3,1.5,"é"],"a":{"x":"s\"q","y":[{"a":null,"b":true}]},"z":1}"#).unwrap();
     assert_eq!(canonical_json(&value), canonical_json(&reordered));
 }
 
@@ -393,19 +323,9 @@ async fn works_on_a_multi_thread_runtime() {
     let client = client();
     let mut seen = Vec::new();
     for _ in 0..4 {
-        let body = client
-            .get(provider.base_url())
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let body = client.get(provider.base_url()).send().await.unwrap().text().await.unwrap();
         seen.push(body);
     }
-    assert_eq!(
-        seen,
-        [r#"{"i":0}"#, r#"{"i":1}"#, r#"{"i":2}"#, r#"{"i":3}"#]
-    );
+    assert_eq!(seen, [r#"{"i":0}"#, r#"{"i":1}"#, r#"{"i":2}"#, r#"{"i":3}"#]);
     assert_eq!(provider.requests().len(), 4);
 }

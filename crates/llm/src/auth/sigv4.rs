@@ -59,9 +59,7 @@ pub fn sign(
         (Some(host), Some(port)) => format!("{host}:{port}"),
         (Some(host), None) => host.to_owned(),
         (None, _) => {
-            return Err(LlmError::configuration(
-                "cannot sign a request URL without a host",
-            ));
+            return Err(LlmError::configuration("cannot sign a request URL without a host"));
         }
     };
 
@@ -73,15 +71,8 @@ pub fn sign(
         .collect();
     signed.push(("host".to_owned(), host));
     signed.sort();
-    let canonical_headers: String = signed
-        .iter()
-        .map(|(name, value)| format!("{name}:{value}\n"))
-        .collect();
-    let signed_headers = signed
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .collect::<Vec<_>>()
-        .join(";");
+    let canonical_headers: String = signed.iter().map(|(name, value)| format!("{name}:{value}\n")).collect();
+    let signed_headers = signed.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>().join(";");
 
     let canonical_request = format!(
         "{method}\n{uri}\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}",
@@ -90,27 +81,20 @@ pub fn sign(
         query = canonical_query(&request.url),
         payload = hex(&Sha256::digest(&request.body)),
     );
-    let scope = format!(
-        "{date}/{}/{}/aws4_request",
-        credentials.region, credentials.service
-    );
-    let string_to_sign = format!(
-        "AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}",
-        hex(&Sha256::digest(canonical_request.as_bytes()))
-    );
+    let scope = format!("{date}/{}/{}/aws4_request", credentials.region, credentials.service);
+    let string_to_sign =
+        format!("AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{}", hex(&Sha256::digest(canonical_request.as_bytes())));
 
     let mut key = hmac(format!("AWS4{secret_key}").as_bytes(), date.as_bytes());
-    for part in [
-        credentials.region.as_str(),
-        credentials.service.as_str(),
-        "aws4_request",
-    ] {
+    for part in [credentials.region.as_str(), credentials.service.as_str(), "aws4_request"] {
         key = hmac(&key, part.as_bytes());
     }
     let signature = hex(&hmac(&key, string_to_sign.as_bytes()));
     request.set_header(
         "authorization",
-        &format!("AWS4-HMAC-SHA256 Credential={access_key}/{scope}, SignedHeaders={signed_headers}, Signature={signature}"),
+        &format!(
+            "AWS4-HMAC-SHA256 Credential={access_key}/{scope}, SignedHeaders={signed_headers}, Signature={signature}"
+        ),
     );
     let mut secrets = vec![access_key, secret_key, signature];
     secrets.extend(token);
@@ -118,16 +102,10 @@ pub fn sign(
 }
 
 fn canonical_query(url: &reqwest::Url) -> String {
-    let mut pairs: Vec<(String, String)> = url
-        .query_pairs()
-        .map(|(key, value)| (encode(&key, true), encode(&value, true)))
-        .collect();
+    let mut pairs: Vec<(String, String)> =
+        url.query_pairs().map(|(key, value)| (encode(&key, true), encode(&value, true))).collect();
     pairs.sort();
-    pairs
-        .iter()
-        .map(|(key, value)| format!("{key}={value}"))
-        .collect::<Vec<_>>()
-        .join("&")
+    pairs.iter().map(|(key, value)| format!("{key}={value}")).collect::<Vec<_>>().join("&")
 }
 
 /// RFC 3986 encoding of everything but unreserved characters (and `/` in paths).
@@ -135,9 +113,7 @@ fn encode(text: &str, encode_slash: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for byte in text.bytes() {
         match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(byte as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(byte as char),
             b'/' if !encode_slash => out.push('/'),
             _ => out.push_str(&format!("%{byte:02X}")),
         }
@@ -158,10 +134,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// `(YYYYMMDD, YYYYMMDDTHHMMSSZ)` in UTC.
 fn amz_dates(now: SystemTime) -> (String, String) {
-    let secs = now
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default();
+    let secs = now.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     let (year, month, day) = civil_from_days(days);
     let date = format!("{year:04}{month:02}{day:02}");
@@ -206,11 +179,7 @@ mod tests {
 
     #[test]
     fn matches_the_aws_get_vanilla_vector() {
-        let mut request = PreparedRequest::new(
-            "GET",
-            "https://example.amazonaws.com/".parse().unwrap(),
-            Vec::new(),
-        );
+        let mut request = PreparedRequest::new("GET", "https://example.amazonaws.com/".parse().unwrap(), Vec::new());
         sign(&credentials("service"), &mut request, suite_time()).unwrap();
         assert_eq!(
             request.header("authorization"),
@@ -233,9 +202,6 @@ mod tests {
 
     #[test]
     fn dates_are_utc_calendar_dates() {
-        assert_eq!(
-            amz_dates(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400)).1,
-            "20000229T000000Z"
-        );
+        assert_eq!(amz_dates(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400)).1, "20000229T000000Z");
     }
 }

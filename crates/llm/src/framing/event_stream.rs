@@ -26,13 +26,10 @@ pub struct EventStreamMessage {
 impl EventStreamMessage {
     /// A header's value when it is a string (`:event-type`, `:message-type`, ...).
     pub fn header_str(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .and_then(|(_, value)| match value {
-                HeaderValue::String(text) => Some(text.as_str()),
-                _ => None,
-            })
+        self.headers.iter().find(|(key, _)| key == name).and_then(|(_, value)| match value {
+            HeaderValue::String(text) => Some(text.as_str()),
+            _ => None,
+        })
     }
 }
 
@@ -78,11 +75,7 @@ impl EventStreamDecoder {
     }
 
     /// Feeds bytes; calls `emit` for every complete, verified message.
-    pub fn push(
-        &mut self,
-        bytes: &[u8],
-        mut emit: impl FnMut(EventStreamMessage),
-    ) -> Result<(), EventStreamError> {
+    pub fn push(&mut self, bytes: &[u8], mut emit: impl FnMut(EventStreamMessage)) -> Result<(), EventStreamError> {
         self.buf.extend_from_slice(bytes);
         while self.buf.len() >= PRELUDE_LEN {
             let total = check_prelude(&self.buf)?;
@@ -182,9 +175,7 @@ fn be_u32(bytes: &[u8]) -> u32 {
 
 fn take<'a>(bytes: &mut &'a [u8], len: usize) -> Result<&'a [u8], EventStreamError> {
     if bytes.len() < len {
-        return Err(EventStreamError::BadHeaders(
-            "header runs past the header block",
-        ));
+        return Err(EventStreamError::BadHeaders("header runs past the header block"));
     }
     let (head, rest) = bytes.split_at(len);
     *bytes = rest;
@@ -203,8 +194,7 @@ fn take_array<const N: usize>(bytes: &mut &[u8]) -> Result<[u8; N], EventStreamE
 
 fn take_str(bytes: &mut &[u8], len: usize) -> Result<String, EventStreamError> {
     let raw = take(bytes, len)?;
-    String::from_utf8(raw.to_vec())
-        .map_err(|_| EventStreamError::BadHeaders("header text is not UTF-8"))
+    String::from_utf8(raw.to_vec()).map_err(|_| EventStreamError::BadHeaders("header text is not UTF-8"))
 }
 
 #[cfg(test)]
@@ -237,15 +227,10 @@ mod tests {
             let mut decoder = EventStreamDecoder::new();
             let mut messages = Vec::new();
             for chunk in input.chunks(piece) {
-                decoder
-                    .push(chunk, |message| messages.push(message))
-                    .unwrap();
+                decoder.push(chunk, |message| messages.push(message)).unwrap();
             }
             decoder.finish().unwrap();
-            let types: Vec<_> = messages
-                .iter()
-                .map(|m| m.header_str(":event-type").unwrap().to_owned())
-                .collect();
+            let types: Vec<_> = messages.iter().map(|m| m.header_str(":event-type").unwrap().to_owned()).collect();
             assert_eq!(types, ["messageStart", "messageStop"]);
             assert_eq!(&messages[1].payload[..], br#"{"stopReason":"end_turn"}"#);
         }
@@ -256,10 +241,7 @@ mod tests {
         let input = frame("messageStart", b"{}");
         let mut decoder = EventStreamDecoder::new();
         decoder.push(&input[..input.len() - 1], |_| {}).unwrap();
-        assert_eq!(
-            decoder.finish(),
-            Err(EventStreamError::Truncated(input.len() - 1))
-        );
+        assert_eq!(decoder.finish(), Err(EventStreamError::Truncated(input.len() - 1)));
     }
 
     #[test]
@@ -267,9 +249,6 @@ mod tests {
         let mut input = frame("messageStart", b"{}");
         let at = input.len() - 5;
         input[at] ^= 1;
-        assert_eq!(
-            decode_message(&input).unwrap_err(),
-            EventStreamError::MessageChecksum
-        );
+        assert_eq!(decode_message(&input).unwrap_err(), EventStreamError::MessageChecksum);
     }
 }

@@ -68,9 +68,7 @@ impl FrameDecoder {
             }
             Self::EventStream(decoder) => decoder
                 .push(bytes, |message| out.push(Frame::EventStream(message)))
-                .map_err(|err| {
-                    LlmError::invalid_output(format!("invalid AWS event stream: {err}"))
-                }),
+                .map_err(|err| LlmError::invalid_output(format!("invalid AWS event stream: {err}"))),
         }
     }
 
@@ -83,9 +81,9 @@ impl FrameDecoder {
                 }
                 Ok(())
             }
-            Self::EventStream(decoder) => decoder.finish().map_err(|err| {
-                LlmError::invalid_output(format!("invalid AWS event stream: {err}"))
-            }),
+            Self::EventStream(decoder) => {
+                decoder.finish().map_err(|err| LlmError::invalid_output(format!("invalid AWS event stream: {err}")))
+            }
         }
     }
 }

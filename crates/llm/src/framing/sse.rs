@@ -132,25 +132,15 @@ mod tests {
     }
 
     fn event(name: Option<&str>, data: &str) -> SseEvent {
-        SseEvent {
-            event: name.map(str::to_owned),
-            data: data.to_owned(),
-        }
+        SseEvent { event: name.map(str::to_owned), data: data.to_owned() }
     }
 
     #[test]
     fn parses_named_events_comments_and_done() {
         let input = b": OPENROUTER PROCESSING\n\nevent: message_start\ndata: {\"a\":1}   \n\ndata: [DONE]\n\n";
-        let expected = vec![
-            event(Some("message_start"), "{\"a\":1}   "),
-            event(None, "[DONE]"),
-        ];
+        let expected = vec![event(Some("message_start"), "{\"a\":1}   "), event(None, "[DONE]")];
         for piece in 1..input.len() {
-            assert_eq!(
-                parse_in_pieces(input, piece),
-                expected,
-                "piece size {piece}"
-            );
+            assert_eq!(parse_in_pieces(input, piece), expected, "piece size {piece}");
         }
     }
 
@@ -159,35 +149,22 @@ mod tests {
         let input = b"data: one\r\n\r\ndata: two\r\rdata: a\ndata: b\n\n";
         let expected = vec![event(None, "one"), event(None, "two"), event(None, "a\nb")];
         for piece in 1..input.len() {
-            assert_eq!(
-                parse_in_pieces(input, piece),
-                expected,
-                "piece size {piece}"
-            );
+            assert_eq!(parse_in_pieces(input, piece), expected, "piece size {piece}");
         }
     }
 
     #[test]
     fn flushes_last_event_without_blank_line() {
-        assert_eq!(
-            parse_in_pieces(b"data: {\"x\":2}", 4),
-            vec![event(None, "{\"x\":2}")]
-        );
+        assert_eq!(parse_in_pieces(b"data: {\"x\":2}", 4), vec![event(None, "{\"x\":2}")]);
     }
 
     #[test]
     fn event_name_without_data_is_dropped() {
-        assert_eq!(
-            parse_in_pieces(b"event: ping\n\ndata:x\n\n", 3),
-            vec![event(None, "x")]
-        );
+        assert_eq!(parse_in_pieces(b"event: ping\n\ndata:x\n\n", 3), vec![event(None, "x")]);
     }
 
     #[test]
     fn invalid_utf8_is_replaced_not_fatal() {
-        assert_eq!(
-            parse_in_pieces(b"data: \xff\n\n", 2),
-            vec![event(None, "\u{fffd}")]
-        );
+        assert_eq!(parse_in_pieces(b"data: \xff\n\n", 2), vec![event(None, "\u{fffd}")]);
     }
 }

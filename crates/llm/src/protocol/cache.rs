@@ -25,26 +25,12 @@ pub struct CachePlan {
 impl CachePlan {
     pub fn for_request(request: &LlmRequest) -> Self {
         let mut plan = Self {
-            tools: request
-                .tools
-                .iter()
-                .map(|tool| tool.cache.clone())
-                .collect(),
-            system: request
-                .system
-                .iter()
-                .map(|part| part.cache.clone())
-                .collect(),
+            tools: request.tools.iter().map(|tool| tool.cache.clone()).collect(),
+            system: request.system.iter().map(|part| part.cache.clone()).collect(),
             messages: request
                 .messages
                 .iter()
-                .map(|message| {
-                    message
-                        .content
-                        .iter()
-                        .map(|part| part.cache_hint().cloned())
-                        .collect()
-                })
+                .map(|message| message.content.iter().map(|part| part.cache_hint().cloned()).collect())
                 .collect(),
         };
         if request.cache == CachePolicy::Auto {
@@ -63,17 +49,12 @@ impl CachePlan {
     }
 
     pub fn part(&self, message: usize, part: usize) -> Option<&CacheHint> {
-        self.messages
-            .get(message)
-            .and_then(|parts| parts.get(part))
-            .and_then(Option::as_ref)
+        self.messages.get(message).and_then(|parts| parts.get(part)).and_then(Option::as_ref)
     }
 
     /// Whether any part of this message carries a breakpoint.
     pub fn message_has_breakpoint(&self, message: usize) -> bool {
-        self.messages
-            .get(message)
-            .is_some_and(|parts| parts.iter().any(Option::is_some))
+        self.messages.get(message).is_some_and(|parts| parts.iter().any(Option::is_some))
     }
 
     fn add_automatic(&mut self, request: &LlmRequest) {
@@ -83,10 +64,7 @@ impl CachePlan {
         if let Some(last) = self.system.last_mut() {
             last.get_or_insert_with(CacheHint::default);
         }
-        let latest_turn = request
-            .messages
-            .iter()
-            .rposition(|message| matches!(message.role, Role::User | Role::Tool));
+        let latest_turn = request.messages.iter().rposition(|message| matches!(message.role, Role::User | Role::Tool));
         if let Some(index) = latest_turn
             && let Some(last) = self.messages[index].last_mut()
         {
@@ -96,17 +74,11 @@ impl CachePlan {
 
     fn cap(&mut self, max: usize) {
         let mut kept = 0;
-        let slots = self
-            .tools
-            .iter_mut()
-            .chain(self.system.iter_mut())
-            .chain(self.messages.iter_mut().flatten());
+        let slots = self.tools.iter_mut().chain(self.system.iter_mut()).chain(self.messages.iter_mut().flatten());
         for slot in slots {
             if slot.is_some() {
                 if kept == max {
-                    tracing::warn!(
-                        "dropping a prompt-cache breakpoint beyond the provider limit of {max}"
-                    );
+                    tracing::warn!("dropping a prompt-cache breakpoint beyond the provider limit of {max}");
                     *slot = None;
                 } else {
                     kept += 1;

@@ -8,7 +8,7 @@
 // pub mod anthropic_messages;
 // pub mod bedrock_converse;
 pub mod cache;
-// pub mod gemini;
+pub mod gemini;
 pub mod openai_chat;
 // pub mod openai_responses;
 pub mod shared;
@@ -61,7 +61,7 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
         "openai-compatible-chat" => Arc::new(openai_chat::OpenAiChat::compatible()),
         // "openai-responses" => Arc::new(openai_responses::OpenAiResponses),
         // "anthropic-messages" => Arc::new(anthropic_messages::AnthropicMessages),
-        // "gemini" => Arc::new(gemini::Gemini),
+        "gemini" => Arc::new(gemini::Gemini),
         // "bedrock-converse" => Arc::new(bedrock_converse::BedrockConverse),
         _ => return None,
     };
@@ -69,11 +69,5 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
 }
 
 /// The ids accepted by [`by_id`].
-pub const PROTOCOL_IDS: &[&str] = &[
-    "openai-chat",
-    "openai-responses",
-    "anthropic-messages",
-    "gemini",
-    "bedrock-converse",
-    "openai-compatible-chat",
-];
+pub const PROTOCOL_IDS: &[&str] =
+    &["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse", "openai-compatible-chat"];

@@ -49,15 +49,11 @@ enum Dialect {
 
 impl OpenAiChat {
     pub fn openai() -> Self {
-        Self {
-            dialect: Dialect::OpenAi,
-        }
+        Self { dialect: Dialect::OpenAi }
     }
 
     pub fn compatible() -> Self {
-        Self {
-            dialect: Dialect::Compatible,
-        }
+        Self { dialect: Dialect::Compatible }
     }
 
     fn namespace(self) -> &'static str {
@@ -106,10 +102,7 @@ impl Protocol for OpenAiChat {
         let options: ChatOptions = request.options.get(self.namespace())?;
         let mut body = Map::new();
         body.insert("model".into(), json!(request.model));
-        body.insert(
-            "messages".into(),
-            Value::Array(self.messages(request, &options)?),
-        );
+        body.insert("messages".into(), Value::Array(self.messages(request, &options)?));
         if !request.tools.is_empty() {
             let tools = request
                 .tools
@@ -133,11 +126,7 @@ impl Protocol for OpenAiChat {
 
         let generation = &request.generation;
         if let Some(max) = generation.max_tokens {
-            let field = if options.reasoning_effort.is_some() {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
+            let field = if options.reasoning_effort.is_some() { "max_completion_tokens" } else { "max_tokens" };
             body.insert(field.into(), json!(max));
         }
         let floats = [
@@ -173,19 +162,12 @@ impl Protocol for OpenAiChat {
     }
 
     fn decoder(&self, _request: &LlmRequest) -> Box<dyn StreamDecoder> {
-        Box::new(ChatDecoder {
-            protocol: self.id(),
-            ..ChatDecoder::default()
-        })
+        Box::new(ChatDecoder { protocol: self.id(), ..ChatDecoder::default() })
     }
 }
 
 impl OpenAiChat {
-    fn messages(
-        &self,
-        request: &LlmRequest,
-        options: &ChatOptions,
-    ) -> Result<Vec<Value>, LlmError> {
+    fn messages(&self, request: &LlmRequest, options: &ChatOptions) -> Result<Vec<Value>, LlmError> {
         let mut out = Vec::new();
         let system_role = options.system_role.as_deref().unwrap_or("system");
         if let Some(system) = request.system_text() {
@@ -201,12 +183,8 @@ impl OpenAiChat {
         };
         for message in messages {
             match message.role {
-                Role::System => {
-                    out.push(json!({"role": system_role, "content": system_update_text(message)?}))
-                }
-                Role::User => {
-                    out.push(json!({"role": "user", "content": user_content(&message.content)?}))
-                }
+                Role::System => out.push(json!({"role": system_role, "content": system_update_text(message)?})),
+                Role::User => out.push(json!({"role": "user", "content": user_content(&message.content)?})),
                 Role::Assistant => out.push(assistant_message(message, options)),
                 Role::Tool => tool_messages(message, &mut out)?,
             }
@@ -233,15 +211,11 @@ fn user_content(parts: &[ContentPart]) -> Result<Value, LlmError> {
     for part in parts {
         match part {
             ContentPart::Text { text, .. } => out.push(json!({"type": "text", "text": text})),
-            ContentPart::Media {
-                media_type,
-                data,
-                filename,
-            } => out.push(media_part(media_type, data, filename.as_deref())),
+            ContentPart::Media { media_type, data, filename } => {
+                out.push(media_part(media_type, data, filename.as_deref()))
+            }
             _ => {
-                return Err(LlmError::invalid_request(
-                    "a user message may contain only text and media parts",
-                ));
+                return Err(LlmError::invalid_request("a user message may contain only text and media parts"));
             }
         }
     }
@@ -283,14 +257,7 @@ fn assistant_message(message: &Message, options: &ChatOptions) -> Value {
     }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
-    out.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            json!(text)
-        },
-    );
+    out.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
     if !tool_calls.is_empty() {
         out.insert("tool_calls".into(), Value::Array(tool_calls));
     }
@@ -312,9 +279,7 @@ fn tool_messages(message: &Message, out: &mut Vec<Value>) -> Result<(), LlmError
     let mut media = Vec::new();
     for part in &message.content {
         let ContentPart::ToolResult { id, result, .. } = part else {
-            return Err(LlmError::invalid_request(
-                "a tool message may contain only tool results",
-            ));
+            return Err(LlmError::invalid_request("a tool message may contain only tool results"));
         };
         out.push(json!({"role": "tool", "tool_call_id": id, "content": result.to_text()}));
         if let crate::ToolResultValue::Content(items) = result {
@@ -423,30 +388,16 @@ impl ChatUsage {
             .and_then(|details| details.cached_tokens)
             .or(self.prompt_cache_hit_tokens)
             .unwrap_or(0);
-        let cache_write = self
-            .prompt_tokens_details
-            .as_ref()
-            .and_then(|details| details.cache_write_tokens)
-            .unwrap_or(0);
-        let reasoning = self
-            .completion_tokens_details
-            .as_ref()
-            .and_then(|details| details.reasoning_tokens)
-            .unwrap_or(0);
+        let cache_write =
+            self.prompt_tokens_details.as_ref().and_then(|details| details.cache_write_tokens).unwrap_or(0);
+        let reasoning =
+            self.completion_tokens_details.as_ref().and_then(|details| details.reasoning_tokens).unwrap_or(0);
         // Some providers (xAI) count reasoning outside `completion_tokens`; their total says so.
         let output = match self.total_tokens {
-            Some(total) if total > self.prompt_tokens + self.completion_tokens => {
-                total - self.prompt_tokens
-            }
+            Some(total) if total > self.prompt_tokens + self.completion_tokens => total - self.prompt_tokens,
             _ => self.completion_tokens,
         };
-        Usage::from_inclusive(
-            self.prompt_tokens,
-            cache_read,
-            cache_write,
-            output,
-            reasoning,
-        )
+        Usage::from_inclusive(self.prompt_tokens, cache_read, cache_write, output, reasoning)
     }
 }
 
@@ -469,11 +420,7 @@ impl StreamDecoder for ChatDecoder {
         if self.model.is_none() {
             self.model = chunk.model;
         }
-        if let Some(usage) = chunk
-            .usage
-            .as_ref()
-            .or(chunk.x_groq.as_ref().and_then(|groq| groq.usage.as_ref()))
-        {
+        if let Some(usage) = chunk.usage.as_ref().or(chunk.x_groq.as_ref().and_then(|groq| groq.usage.as_ref())) {
             self.usage = Some(usage.normalise());
         }
         for choice in chunk.choices {
@@ -502,11 +449,7 @@ impl ChatDecoder {
         for detail in delta.reasoning_details.unwrap_or_default() {
             merge_reasoning_detail(&mut self.reasoning_details, detail);
         }
-        if let Some(reasoning) = delta
-            .reasoning_content
-            .or(delta.reasoning)
-            .filter(|text| !text.is_empty())
-        {
+        if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning).filter(|text| !text.is_empty()) {
             let id = match &self.reasoning_block {
                 Some(id) => id.clone(),
                 None => {
@@ -594,10 +537,7 @@ impl ChatDecoder {
             let metadata = (!self.reasoning_details.is_empty()).then(|| {
                 let details = Value::Array(std::mem::take(&mut self.reasoning_details));
                 let mut meta = Map::new();
-                meta.insert(
-                    "openai_compatible".into(),
-                    json!({"reasoning_details": details}),
-                );
+                meta.insert("openai_compatible".into(), json!({"reasoning_details": details}));
                 meta
             });
             sink.reasoning_end(&id, None, None, metadata);
@@ -667,23 +607,15 @@ fn finish_reason(reason: &str) -> FinishReason {
 
 /// An `error` object inside a 200 stream (OpenAI, OpenRouter).
 fn stream_error(error: &Value) -> LlmError {
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .or(error.as_str())
-        .unwrap_or("unknown stream error");
+    let message = error.get("message").and_then(Value::as_str).or(error.as_str()).unwrap_or("unknown stream error");
     match error.get("code") {
-        Some(Value::Number(code))
-            if code.as_u64().is_some_and(|code| (400..600).contains(&code)) =>
-        {
+        Some(Value::Number(code)) if code.as_u64().is_some_and(|code| (400..600).contains(&code)) => {
             let status = code.as_u64().unwrap_or(500) as u16;
             let body = json!({"error": error}).to_string();
             crate::classify_http(status, &[], body.as_bytes())
         }
         code => {
-            let code = code
-                .and_then(Value::as_str)
-                .or_else(|| error.get("type").and_then(Value::as_str));
+            let code = code.and_then(Value::as_str).or_else(|| error.get("type").and_then(Value::as_str));
             crate::classify_stream_error(code, message)
         }
     }

@@ -24,9 +24,7 @@ pub fn number(value: f64) -> Value {
 pub fn parse_payload<T: DeserializeOwned>(protocol: &str, data: &str) -> Result<T, LlmError> {
     serde_json::from_str(data.trim()).map_err(|err| {
         let snippet: String = data.chars().take(200).collect();
-        LlmError::invalid_output(format!(
-            "invalid {protocol} stream event ({err}): {snippet}"
-        ))
+        LlmError::invalid_output(format!("invalid {protocol} stream event ({err}): {snippet}"))
     })
 }
 
@@ -35,11 +33,8 @@ pub fn parse_tool_input(protocol: &str, tool: &str, text: &str) -> Result<Value,
     if text.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
-    serde_json::from_str(text).map_err(|err| {
-        LlmError::invalid_output(format!(
-            "invalid JSON input for {protocol} tool call `{tool}`: {err}"
-        ))
-    })
+    serde_json::from_str(text)
+        .map_err(|err| LlmError::invalid_output(format!("invalid JSON input for {protocol} tool call `{tool}`: {err}")))
 }
 
 /// Wraps a mid-conversation system update for providers without a native mid-conversation
@@ -71,10 +66,7 @@ pub fn lower_system_updates(messages: &[Message]) -> Result<Vec<Message>, LlmErr
         let part = ContentPart::text(wrap_system_update(&system_update_text(message)?));
         match out.last_mut() {
             Some(previous) if previous.role == Role::User => previous.content.push(part),
-            _ => out.push(Message {
-                role: Role::User,
-                content: vec![part],
-            }),
+            _ => out.push(Message { role: Role::User, content: vec![part] }),
         }
     }
     Ok(out)
@@ -87,9 +79,7 @@ pub fn system_update_text(message: &Message) -> Result<String, LlmError> {
         match part {
             ContentPart::Text { text: part, .. } => text.push_str(part),
             _ => {
-                return Err(LlmError::invalid_request(
-                    "a system update message may contain only text parts",
-                ));
+                return Err(LlmError::invalid_request("a system update message may contain only text parts"));
             }
         }
     }
@@ -151,25 +141,15 @@ mod tests {
 
     #[test]
     fn system_update_is_escaped_and_merged_into_previous_user_message() {
-        let messages = vec![
-            Message::user("hi"),
-            Message::system_update("a < b & c"),
-            Message::assistant(vec![]),
-        ];
+        let messages = vec![Message::user("hi"), Message::system_update("a < b & c"), Message::assistant(vec![])];
         let lowered = lower_system_updates(&messages).unwrap();
         assert_eq!(lowered.len(), 2);
-        assert_eq!(
-            lowered[0].content[1],
-            ContentPart::text("<system-update>\na &lt; b &amp; c\n</system-update>")
-        );
+        assert_eq!(lowered[0].content[1], ContentPart::text("<system-update>\na &lt; b &amp; c\n</system-update>"));
     }
 
     #[test]
     fn empty_tool_input_is_an_empty_object() {
-        assert_eq!(
-            parse_tool_input("p", "t", "").unwrap(),
-            serde_json::json!({})
-        );
+        assert_eq!(parse_tool_input("p", "t", "").unwrap(), serde_json::json!({}));
         assert!(parse_tool_input("p", "t", "{\"a\":").is_err());
     }
 }

@@ -37,13 +37,7 @@ pub struct Finish {
 
 impl Finish {
     pub fn new(reason: FinishReason) -> Self {
-        Self {
-            reason,
-            usage: None,
-            response_id: None,
-            model: None,
-            provider_metadata: None,
-        }
+        Self { reason, usage: None, response_id: None, model: None, provider_metadata: None }
     }
 }
 
@@ -68,10 +62,7 @@ impl EventSink {
         }
         self.open_text_block(id);
         if !text.is_empty() {
-            self.events.push(LlmEvent::TextDelta {
-                id: id.to_owned(),
-                text: text.to_owned(),
-            });
+            self.events.push(LlmEvent::TextDelta { id: id.to_owned(), text: text.to_owned() });
         }
     }
 
@@ -83,10 +74,7 @@ impl EventSink {
         }
         self.open_text_block(id);
         self.open_text.retain(|open| open != id);
-        self.events.push(LlmEvent::TextEnd {
-            id: id.to_owned(),
-            provider_metadata,
-        });
+        self.events.push(LlmEvent::TextEnd { id: id.to_owned(), provider_metadata });
     }
 
     pub fn reasoning_delta(&mut self, id: &str, text: &str) {
@@ -95,10 +83,7 @@ impl EventSink {
         }
         self.open_reasoning_block(id);
         if !text.is_empty() {
-            self.events.push(LlmEvent::ReasoningDelta {
-                id: id.to_owned(),
-                text: text.to_owned(),
-            });
+            self.events.push(LlmEvent::ReasoningDelta { id: id.to_owned(), text: text.to_owned() });
         }
     }
 
@@ -114,12 +99,7 @@ impl EventSink {
         }
         self.open_reasoning_block(id);
         self.open_reasoning.retain(|open| open != id);
-        self.events.push(LlmEvent::ReasoningEnd {
-            id: id.to_owned(),
-            signature,
-            encrypted,
-            provider_metadata,
-        });
+        self.events.push(LlmEvent::ReasoningEnd { id: id.to_owned(), signature, encrypted, provider_metadata });
     }
 
     pub fn is_reasoning_open(&self, id: &str) -> bool {
@@ -136,30 +116,18 @@ impl EventSink {
         }
         self.ensure_step();
         self.open_tool_inputs.push(id.to_owned());
-        self.events.push(LlmEvent::ToolInputStart {
-            id: id.to_owned(),
-            name: name.to_owned(),
-        });
+        self.events.push(LlmEvent::ToolInputStart { id: id.to_owned(), name: name.to_owned() });
     }
 
     pub fn tool_input_delta(&mut self, id: &str, text: &str) {
         if self.terminal || text.is_empty() {
             return;
         }
-        self.events.push(LlmEvent::ToolInputDelta {
-            id: id.to_owned(),
-            text: text.to_owned(),
-        });
+        self.events.push(LlmEvent::ToolInputDelta { id: id.to_owned(), text: text.to_owned() });
     }
 
     /// A complete local tool call; closes its input block if one is open.
-    pub fn tool_call(
-        &mut self,
-        id: &str,
-        name: &str,
-        input: Value,
-        provider_metadata: Option<ProviderMetadata>,
-    ) {
+    pub fn tool_call(&mut self, id: &str, name: &str, input: Value, provider_metadata: Option<ProviderMetadata>) {
         self.push_tool_call(id, name, input, false, provider_metadata);
     }
 
@@ -173,11 +141,7 @@ impl EventSink {
             return;
         }
         self.ensure_step();
-        self.events.push(LlmEvent::ToolResult {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            result,
-        });
+        self.events.push(LlmEvent::ToolResult { id: id.to_owned(), name: name.to_owned(), result });
     }
 
     /// Closes every open block, then emits `step-finish` and the terminal `finish`.
@@ -187,11 +151,7 @@ impl EventSink {
         }
         self.close_open_blocks();
         self.ensure_step();
-        self.events.push(LlmEvent::StepFinish {
-            index: self.step,
-            reason: finish.reason,
-            usage: finish.usage.clone(),
-        });
+        self.events.push(LlmEvent::StepFinish { index: self.step, reason: finish.reason, usage: finish.usage.clone() });
         self.events.push(LlmEvent::Finish {
             reason: finish.reason,
             usage: finish.usage,
@@ -226,8 +186,7 @@ impl EventSink {
         self.ensure_step();
         if let Some(at) = self.open_tool_inputs.iter().position(|open| open == id) {
             self.open_tool_inputs.remove(at);
-            self.events
-                .push(LlmEvent::ToolInputEnd { id: id.to_owned() });
+            self.events.push(LlmEvent::ToolInputEnd { id: id.to_owned() });
         }
         self.events.push(LlmEvent::ToolCall {
             id: id.to_owned(),
@@ -240,18 +199,10 @@ impl EventSink {
 
     fn close_open_blocks(&mut self) {
         for id in std::mem::take(&mut self.open_reasoning) {
-            self.events.push(LlmEvent::ReasoningEnd {
-                id,
-                signature: None,
-                encrypted: None,
-                provider_metadata: None,
-            });
+            self.events.push(LlmEvent::ReasoningEnd { id, signature: None, encrypted: None, provider_metadata: None });
         }
         for id in std::mem::take(&mut self.open_text) {
-            self.events.push(LlmEvent::TextEnd {
-                id,
-                provider_metadata: None,
-            });
+            self.events.push(LlmEvent::TextEnd { id, provider_metadata: None });
         }
         for id in std::mem::take(&mut self.open_tool_inputs) {
             self.events.push(LlmEvent::ToolInputEnd { id });
@@ -273,8 +224,7 @@ impl EventSink {
         }
         self.ensure_step();
         self.open_reasoning.push(id.to_owned());
-        self.events
-            .push(LlmEvent::ReasoningStart { id: id.to_owned() });
+        self.events.push(LlmEvent::ReasoningStart { id: id.to_owned() });
     }
 
     fn ensure_step(&mut self) {
@@ -303,30 +253,12 @@ mod tests {
             vec![
                 LlmEvent::StepStart { index: 0 },
                 LlmEvent::ReasoningStart { id: "r0".into() },
-                LlmEvent::ReasoningDelta {
-                    id: "r0".into(),
-                    text: "think".into()
-                },
+                LlmEvent::ReasoningDelta { id: "r0".into(), text: "think".into() },
                 LlmEvent::TextStart { id: "t0".into() },
-                LlmEvent::TextDelta {
-                    id: "t0".into(),
-                    text: "Hi".into()
-                },
-                LlmEvent::ReasoningEnd {
-                    id: "r0".into(),
-                    signature: None,
-                    encrypted: None,
-                    provider_metadata: None
-                },
-                LlmEvent::TextEnd {
-                    id: "t0".into(),
-                    provider_metadata: None
-                },
-                LlmEvent::StepFinish {
-                    index: 0,
-                    reason: FinishReason::Stop,
-                    usage: None
-                },
+                LlmEvent::TextDelta { id: "t0".into(), text: "Hi".into() },
+                LlmEvent::ReasoningEnd { id: "r0".into(), signature: None, encrypted: None, provider_metadata: None },
+                LlmEvent::TextEnd { id: "t0".into(), provider_metadata: None },
+                LlmEvent::StepFinish { index: 0, reason: FinishReason::Stop, usage: None },
                 LlmEvent::Finish {
                     reason: FinishReason::Stop,
                     usage: None,
@@ -346,22 +278,8 @@ mod tests {
         sink.tool_call("c1", "read", serde_json::json!({}), None);
         let kinds: Vec<_> = sink
             .drain()
-            .map(|event| {
-                serde_json::to_value(event).unwrap()["type"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned()
-            })
+            .map(|event| serde_json::to_value(event).unwrap()["type"].as_str().unwrap().to_owned())
             .collect();
-        assert_eq!(
-            kinds,
-            [
-                "step-start",
-                "tool-input-start",
-                "tool-input-delta",
-                "tool-input-end",
-                "tool-call"
-            ]
-        );
+        assert_eq!(kinds, ["step-start", "tool-input-start", "tool-input-delta", "tool-input-end", "tool-call"]);
     }
 }

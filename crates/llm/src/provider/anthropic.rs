@@ -22,10 +22,7 @@ pub(super) const ADAPTER: ProviderAdapter = ProviderAdapter {
 };
 
 fn build(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result<Route, LlmError> {
-    let auth = Auth::Header {
-        name: "x-api-key".to_owned(),
-        secret: secret(config, ENV),
-    };
+    let auth = Auth::Header { name: "x-api-key".to_owned(), secret: secret(config, ENV) };
     let route = Route::new("anthropic", protocol, "https://api.anthropic.com/v1", auth);
     Ok(route.with_header("anthropic-version", "2023-06-01"))
 }

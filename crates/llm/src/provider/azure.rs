@@ -35,10 +35,7 @@ fn build(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result<Route, 
             }
         },
     };
-    let auth = Auth::Header {
-        name: "api-key".to_owned(),
-        secret: secret(config, ENV),
-    };
+    let auth = Auth::Header { name: "api-key".to_owned(), secret: secret(config, ENV) };
     Ok(Route::new("azure", protocol, base_url, auth))
 }
 

@@ -13,12 +13,7 @@ use crate::Secret;
 use crate::SigV4Credentials;
 use crate::protocol::Protocol;
 
-const ENV: &[&str] = &[
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_REGION",
-];
+const ENV: &[&str] = &["AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"];
 
 pub(super) const ADAPTER: ProviderAdapter = ProviderAdapter {
     id: "amazon-bedrock",

@@ -29,24 +29,9 @@ pub const PROFILES: &[Profile] = &[
         base_url: "https://openrouter.ai/api/v1",
         env: &["OPENROUTER_API_KEY"],
     },
-    Profile {
-        id: "groq",
-        name: "Groq",
-        base_url: "https://api.groq.com/openai/v1",
-        env: &["GROQ_API_KEY"],
-    },
-    Profile {
-        id: "deepseek",
-        name: "DeepSeek",
-        base_url: "https://api.deepseek.com/v1",
-        env: &["DEEPSEEK_API_KEY"],
-    },
-    Profile {
-        id: "xai",
-        name: "xAI",
-        base_url: "https://api.x.ai/v1",
-        env: &["XAI_API_KEY"],
-    },
+    Profile { id: "groq", name: "Groq", base_url: "https://api.groq.com/openai/v1", env: &["GROQ_API_KEY"] },
+    Profile { id: "deepseek", name: "DeepSeek", base_url: "https://api.deepseek.com/v1", env: &["DEEPSEEK_API_KEY"] },
+    Profile { id: "xai", name: "xAI", base_url: "https://api.x.ai/v1", env: &["XAI_API_KEY"] },
     Profile {
         id: "togetherai",
         name: "Together AI",
@@ -59,30 +44,15 @@ pub const PROFILES: &[Profile] = &[
         base_url: "https://api.fireworks.ai/inference/v1",
         env: &["FIREWORKS_API_KEY"],
     },
-    Profile {
-        id: "cerebras",
-        name: "Cerebras",
-        base_url: "https://api.cerebras.ai/v1",
-        env: &["CEREBRAS_API_KEY"],
-    },
+    Profile { id: "cerebras", name: "Cerebras", base_url: "https://api.cerebras.ai/v1", env: &["CEREBRAS_API_KEY"] },
     Profile {
         id: "deepinfra",
         name: "DeepInfra",
         base_url: "https://api.deepinfra.com/v1/openai",
         env: &["DEEPINFRA_API_KEY"],
     },
-    Profile {
-        id: "ollama",
-        name: "Ollama",
-        base_url: "http://localhost:11434/v1",
-        env: &[],
-    },
-    Profile {
-        id: "lmstudio",
-        name: "LM Studio",
-        base_url: "http://127.0.0.1:1234/v1",
-        env: &[],
-    },
+    Profile { id: "ollama", name: "Ollama", base_url: "http://localhost:11434/v1", env: &[] },
+    Profile { id: "lmstudio", name: "LM Studio", base_url: "http://127.0.0.1:1234/v1", env: &[] },
 ];
 
 /// One adapter per profile, plus `openai-compatible` for any other endpoint (base URL required,
@@ -109,24 +79,15 @@ pub(super) fn adapters() -> Vec<ProviderAdapter> {
 }
 
 /// The route of a profile.
-pub(super) fn profile_route(
-    profile: &Profile,
-    config: &ProviderConfig,
-    protocol: Arc<dyn Protocol>,
-) -> Route {
-    let auth = if profile.env.is_empty() && config.api_key.is_none() {
-        Auth::None
-    } else {
-        bearer(config, profile.env)
-    };
+pub(super) fn profile_route(profile: &Profile, config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Route {
+    let auth =
+        if profile.env.is_empty() && config.api_key.is_none() { Auth::None } else { bearer(config, profile.env) };
     Route::new(profile.id, protocol, profile.base_url, auth)
 }
 
 fn build_generic(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result<Route, LlmError> {
     let Some(base_url) = &config.base_url else {
-        return Err(LlmError::configuration(
-            "the `openai-compatible` provider needs a base URL",
-        ));
+        return Err(LlmError::configuration("the `openai-compatible` provider needs a base URL"));
     };
     let key = crate::Secret::env("OPENAI_COMPATIBLE_API_KEY");
     let auth = match (&config.api_key, key.lookup()) {
@@ -134,10 +95,5 @@ fn build_generic(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result
         (None, Some(_)) => Auth::Bearer(key),
         (None, None) => Auth::None,
     };
-    Ok(Route::new(
-        "openai-compatible",
-        protocol,
-        base_url.clone(),
-        auth,
-    ))
+    Ok(Route::new("openai-compatible", protocol, base_url.clone(), auth))
 }

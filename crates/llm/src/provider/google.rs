@@ -11,29 +11,12 @@ use crate::LlmError;
 use crate::Route;
 use crate::protocol::Protocol;
 
-const ENV: &[&str] = &[
-    "GOOGLE_GENERATIVE_AI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-];
+const ENV: &[&str] = &["GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"];
 
-pub(super) const ADAPTER: ProviderAdapter = ProviderAdapter {
-    id: "google",
-    name: "Google",
-    env: ENV,
-    default_protocol: "gemini",
-    build: Build::Custom(build),
-};
+pub(super) const ADAPTER: ProviderAdapter =
+    ProviderAdapter { id: "google", name: "Google", env: ENV, default_protocol: "gemini", build: Build::Custom(build) };
 
 fn build(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result<Route, LlmError> {
-    let auth = Auth::Header {
-        name: "x-goog-api-key".to_owned(),
-        secret: secret(config, ENV),
-    };
-    Ok(Route::new(
-        "google",
-        protocol,
-        "https://generativelanguage.googleapis.com/v1beta",
-        auth,
-    ))
+    let auth = Auth::Header { name: "x-goog-api-key".to_owned(), secret: secret(config, ENV) };
+    Ok(Route::new("google", protocol, "https://generativelanguage.googleapis.com/v1beta", auth))
 }

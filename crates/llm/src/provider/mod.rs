@@ -56,13 +56,7 @@ enum Build {
 
 /// Every built-in provider.
 pub fn adapters() -> Vec<ProviderAdapter> {
-    let mut all = vec![
-        openai::ADAPTER,
-        anthropic::ADAPTER,
-        google::ADAPTER,
-        bedrock::ADAPTER,
-        azure::ADAPTER,
-    ];
+    let mut all = vec![openai::ADAPTER, anthropic::ADAPTER, google::ADAPTER, bedrock::ADAPTER, azure::ADAPTER];
     all.extend(compatible::adapters());
     all
 }
@@ -72,17 +66,9 @@ pub fn route(id: &str, config: &ProviderConfig) -> Result<Route, LlmError> {
     let adapters = adapters();
     let Some(adapter) = adapters.iter().find(|adapter| adapter.id == id) else {
         let known: Vec<&str> = adapters.iter().map(|adapter| adapter.id).collect();
-        return Err(LlmError::configuration(format!(
-            "unknown provider `{id}`; known providers: {}",
-            known.join(", ")
-        )));
+        return Err(LlmError::configuration(format!("unknown provider `{id}`; known providers: {}", known.join(", "))));
     };
-    let protocol = protocol(
-        config
-            .protocol
-            .as_deref()
-            .unwrap_or(adapter.default_protocol),
-    )?;
+    let protocol = protocol(config.protocol.as_deref().unwrap_or(adapter.default_protocol))?;
     let mut route = match adapter.build {
         Build::Custom(build) => build(config, protocol)?,
         Build::Compatible(profile) => compatible::profile_route(profile, config, protocol),

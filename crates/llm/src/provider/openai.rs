@@ -21,10 +21,5 @@ pub(super) const ADAPTER: ProviderAdapter = ProviderAdapter {
 };
 
 fn build(config: &ProviderConfig, protocol: Arc<dyn Protocol>) -> Result<Route, LlmError> {
-    Ok(Route::new(
-        "openai",
-        protocol,
-        "https://api.openai.com/v1",
-        bearer(config, ENV),
-    ))
+    Ok(Route::new("openai", protocol, "https://api.openai.com/v1", bearer(config, ENV)))
 }

@@ -74,13 +74,7 @@ async fn every_recorded_cassette_replays() {
             failures.push(format!("{}:\n{message}", case.display()));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n\n")
-    );
+    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
 }
 
 /// Every cassette under `recordings/llm` has a case.
@@ -103,12 +97,7 @@ fn every_llm_cassette_has_a_case() {
     collect_json(&fixtures.join("recordings/llm"), &mut cassettes);
     let missing: Vec<String> = cassettes
         .iter()
-        .map(|path| {
-            path.strip_prefix(&fixtures)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|path| path.strip_prefix(&fixtures).unwrap().to_string_lossy().into_owned())
         .filter(|cassette| !covered.contains(cassette))
         .collect();
     assert!(missing.is_empty(), "cassettes without a case: {missing:#?}");
@@ -117,50 +106,29 @@ fn every_llm_cassette_has_a_case() {
 async fn run_case(fixtures: &Path, path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
     let case: Case = serde_json::from_str(&text).map_err(|err| format!("bad case file: {err}"))?;
-    let cassette =
-        Cassette::load(&fixtures.join(&case.cassette)).map_err(|err| format!("{err}"))?;
+    let cassette = Cassette::load(&fixtures.join(&case.cassette)).map_err(|err| format!("{err}"))?;
     if cassette.interactions.len() != case.steps.len() {
-        return Err(format!(
-            "{} interactions but {} steps",
-            cassette.interactions.len(),
-            case.steps.len()
-        ));
+        return Err(format!("{} interactions but {} steps", cassette.interactions.len(), case.steps.len()));
     }
     let mock = MockProvider::start().await.map_err(|err| err.to_string())?;
     mock.push_all(cassette.responses());
-    let route = support::mock_route(
-        &mock,
-        &case.provider,
-        case.protocol.as_deref(),
-        case.base_path.as_deref(),
-    );
+    let route = support::mock_route(&mock, &case.provider, case.protocol.as_deref(), case.base_path.as_deref());
     let client = support::client();
 
     let mut previous: Option<LlmResponse> = None;
     for (index, (step, interaction)) in case.steps.iter().zip(&cassette.interactions).enumerate() {
         let request = build_request(&step.request, previous.as_ref())?;
-        let prepared = client
-            .prepare(&route, &request)
-            .map_err(|err| format!("step {index}: prepare: {err}"))?;
+        let prepared = client.prepare(&route, &request).map_err(|err| format!("step {index}: prepare: {err}"))?;
 
-        let recorded: Value =
-            serde_json::from_str(&interaction.request.body).map_err(|err| err.to_string())?;
+        let recorded: Value = serde_json::from_str(&interaction.request.body).map_err(|err| err.to_string())?;
         let ours = prepared.body_json().map_err(|err| err.to_string())?;
         if canonical_json(&ours) != canonical_json(&recorded) {
-            assert_eq!(
-                pretty(&ours),
-                pretty(&recorded),
-                "step {index}: request body differs from the recording"
-            );
+            assert_eq!(pretty(&ours), pretty(&recorded), "step {index}: request body differs from the recording");
         }
         let recorded_path = path_and_query(&interaction.request.url);
-        let our_path = path_and_query(prepared.url.as_str())
-            .replace("%7B", "{")
-            .replace("%7D", "}");
+        let our_path = path_and_query(prepared.url.as_str()).replace("%7B", "{").replace("%7D", "}");
         if !our_path.ends_with(&recorded_path) {
-            return Err(format!(
-                "step {index}: path `{our_path}` but the recording has `{recorded_path}`"
-            ));
+            return Err(format!("step {index}: path `{our_path}` but the recording has `{recorded_path}`"));
         }
 
         let response = match client.generate(&route, &request).await {
@@ -179,8 +147,7 @@ fn build_request(template: &Value, previous: Option<&LlmResponse>) -> Result<Llm
         for message in messages.iter_mut() {
             if message == "$previous" {
                 let previous = previous.ok_or("`$previous` in the first step")?;
-                *message =
-                    serde_json::to_value(&previous.message).map_err(|err| err.to_string())?;
+                *message = serde_json::to_value(&previous.message).map_err(|err| err.to_string())?;
             }
         }
     }
@@ -217,11 +184,7 @@ fn check(expect: &Expect, response: &LlmResponse) -> Result<(), String> {
             _ => want == got,
         };
         if !matches {
-            return Err(format!(
-                "{field}: expected {}, got {}",
-                pretty(want),
-                pretty(got)
-            ));
+            return Err(format!("{field}: expected {}, got {}", pretty(want), pretty(got)));
         }
     }
     if expect.error.is_none() && response.error.is_some() {
@@ -232,8 +195,7 @@ fn check(expect: &Expect, response: &LlmResponse) -> Result<(), String> {
 
 fn path_and_query(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.find('/')
-        .map_or_else(|| "/".to_owned(), |at| rest[at..].to_owned())
+    rest.find('/').map_or_else(|| "/".to_owned(), |at| rest[at..].to_owned())
 }
 
 fn pretty(value: &Value) -> String {

@@ -22,12 +22,7 @@ pub fn fixtures() -> Option<PathBuf> {
 
 /// The route of `provider_id` (optionally with another protocol), sending to the mock under the
 /// same base path the real provider uses, with a literal test key.
-pub fn mock_route(
-    mock: &MockProvider,
-    provider_id: &str,
-    protocol: Option<&str>,
-    base_path: Option<&str>,
-) -> Route {
+pub fn mock_route(mock: &MockProvider, provider_id: &str, protocol: Option<&str>, base_path: Option<&str>) -> Route {
     let config = ProviderConfig {
         api_key: Some("test-key".to_owned()),
         protocol: protocol.map(str::to_owned),
@@ -35,34 +30,19 @@ pub fn mock_route(
         region: Some("us-east-1".to_owned()),
         resource: Some("test".to_owned()),
     };
-    let default_base = provider::route(
-        provider_id,
-        &ProviderConfig {
-            base_url: None,
-            ..config.clone()
-        },
-    )
-    .map(|route| route.endpoint.base_url)
-    .unwrap_or_default();
+    let default_base = provider::route(provider_id, &ProviderConfig { base_url: None, ..config.clone() })
+        .map(|route| route.endpoint.base_url)
+        .unwrap_or_default();
     let path = match base_path {
         Some(path) => path.to_owned(),
         None => reqwest_path(&default_base),
     };
-    provider::route(
-        provider_id,
-        &ProviderConfig {
-            base_url: Some(format!("{}{path}", mock.base_url())),
-            ..config
-        },
-    )
-    .expect("route builds")
+    provider::route(provider_id, &ProviderConfig { base_url: Some(format!("{}{path}", mock.base_url())), ..config })
+        .expect("route builds")
 }
 
 fn reqwest_path(url: &str) -> String {
-    match url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
-    {
+    match url.split_once("://").and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned())) {
         Some(path) => path.trim_end_matches('/').to_owned(),
         None => String::new(),
     }
@@ -79,19 +59,12 @@ pub fn client() -> LlmClient {
 }
 
 /// Streams `request` through the mock serving `response`; returns every event.
-pub async fn stream_events(
-    provider_id: &str,
-    protocol: Option<&str>,
-    response: MockResponse,
-) -> Vec<LlmEvent> {
+pub async fn stream_events(provider_id: &str, protocol: Option<&str>, response: MockResponse) -> Vec<LlmEvent> {
     let mock = MockProvider::start().await.expect("mock starts");
     mock.push(response);
     let route = mock_route(&mock, provider_id, protocol, None);
     let request = LlmRequest::new("test-model").message(opencode_llm::Message::user("hi"));
-    let stream = client()
-        .stream(&route, &request)
-        .await
-        .expect("stream starts");
+    let stream = client().stream(&route, &request).await.expect("stream starts");
     stream.collect().await
 }
 
@@ -103,10 +76,7 @@ pub async fn replay_stream_fixture(
     protocol: Option<&str>,
 ) -> (Vec<LlmEvent>, LlmResponse) {
     let bytes = std::fs::read(path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
-    let name = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default();
+    let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
     let response = if name.ends_with(".chunks.txt") {
         let text = String::from_utf8(bytes).expect("chunks are UTF-8");
         MockResponse::sse(text.lines().filter(|line| !line.trim().is_empty()))
@@ -124,12 +94,6 @@ pub async fn replay_stream_fixture(
 /// Exactly one terminal event, and it is the last one.
 pub fn assert_terminal_once(events: &[LlmEvent]) {
     let terminals = events.iter().filter(|event| event.is_terminal()).count();
-    assert_eq!(
-        terminals, 1,
-        "expected exactly one terminal event in {events:#?}"
-    );
-    assert!(
-        events.last().is_some_and(LlmEvent::is_terminal),
-        "the terminal event must be last"
-    );
+    assert_eq!(terminals, 1, "expected exactly one terminal event in {events:#?}");
+    assert!(events.last().is_some_and(LlmEvent::is_terminal), "the terminal event must be last");
 }

@@ -18,10 +18,11 @@ use serde_json::json;
 
 use super::support;
 
-const TEXT_CHUNK: &str = r#"{"id":"c1","model":"gpt-test","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
-const STOP_CHUNK: &str =
-    r#"{"id":"c1","model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
-const USAGE_CHUNK: &str = r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
+const TEXT_CHUNK: &str =
+    r#"{"id":"c1","model":"gpt-test","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}"#;
+const STOP_CHUNK: &str = r#"{"id":"c1","model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+const USAGE_CHUNK: &str =
+    r#"{"id":"c1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}"#;
 
 fn ok_stream() -> MockResponse {
     MockResponse::sse([TEXT_CHUNK, STOP_CHUNK, USAGE_CHUNK, "[DONE]"])
@@ -52,20 +53,11 @@ async fn started(mock: &MockProvider) -> opencode_llm::Route {
 #[tokio::test]
 async fn retries_server_errors_then_streams() {
     let mock = MockProvider::start().await.unwrap();
-    mock.push(MockResponse::json(
-        503,
-        &json!({"error": {"message": "overloaded"}}),
-    ));
-    mock.push(MockResponse::json(
-        500,
-        &json!({"error": {"message": "boom"}}),
-    ));
+    mock.push(MockResponse::json(503, &json!({"error": {"message": "overloaded"}})));
+    mock.push(MockResponse::json(500, &json!({"error": {"message": "boom"}})));
     mock.push(ok_stream());
     let route = started(&mock).await;
-    let response = fast_retry_client(2, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap();
+    let response = fast_retry_client(2, Duration::from_secs(5)).generate(&route, &request()).await.unwrap();
     assert_eq!(response.text(), "Hello");
     assert_eq!(mock.requests().len(), 3);
 }
@@ -74,20 +66,11 @@ async fn retries_server_errors_then_streams() {
 async fn retries_are_bounded() {
     let mock = MockProvider::start().await.unwrap();
     for _ in 0..3 {
-        mock.push(MockResponse::json(
-            500,
-            &json!({"error": {"message": "still failing"}}),
-        ));
+        mock.push(MockResponse::json(500, &json!({"error": {"message": "still failing"}})));
     }
     let route = started(&mock).await;
-    let error = fast_retry_client(1, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (error.kind, error.status, error.retryable),
-        (ErrorKind::ProviderInternal, Some(500), true)
-    );
+    let error = fast_retry_client(1, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
+    assert_eq!((error.kind, error.status, error.retryable), (ErrorKind::ProviderInternal, Some(500), true));
     assert_eq!(mock.requests().len(), 2, "one attempt plus one retry");
 }
 
@@ -95,22 +78,14 @@ async fn retries_are_bounded() {
 async fn rate_limit_honours_retry_after_ms() {
     let mock = MockProvider::start().await.unwrap();
     mock.push(
-        MockResponse::json(429, &json!({"error": {"message": "Rate limit reached"}}))
-            .header("retry-after-ms", "300"),
+        MockResponse::json(429, &json!({"error": {"message": "Rate limit reached"}})).header("retry-after-ms", "300"),
     );
     mock.push(ok_stream());
     let route = started(&mock).await;
     let started_at = std::time::Instant::now();
-    let response = fast_retry_client(2, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap();
+    let response = fast_retry_client(2, Duration::from_secs(5)).generate(&route, &request()).await.unwrap();
     assert_eq!(response.text(), "Hello");
-    assert!(
-        started_at.elapsed() >= Duration::from_millis(300),
-        "waited {:?}",
-        started_at.elapsed()
-    );
+    assert!(started_at.elapsed() >= Duration::from_millis(300), "waited {:?}", started_at.elapsed());
 }
 
 #[tokio::test]
@@ -121,14 +96,8 @@ async fn quota_errors_are_not_retried() {
         &json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}),
     ));
     let route = started(&mock).await;
-    let error = fast_retry_client(2, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (error.kind, error.retryable),
-        (ErrorKind::QuotaExceeded, false)
-    );
+    let error = fast_retry_client(2, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
+    assert_eq!((error.kind, error.retryable), (ErrorKind::QuotaExceeded, false));
     assert_eq!(error.message, "You exceeded your current quota");
     assert_eq!(mock.requests().len(), 1);
 }
@@ -139,22 +108,11 @@ async fn stalled_stream_times_out_with_a_terminal_error() {
     mock.push(MockResponse::sse([TEXT_CHUNK]).then_stall());
     let route = started(&mock).await;
     let client = fast_retry_client(0, Duration::from_millis(200));
-    let events: Vec<LlmEvent> = client
-        .stream(&route, &request())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<LlmEvent> = client.stream(&route, &request()).await.unwrap().collect().await;
     support::assert_terminal_once(&events);
-    let Some(LlmEvent::Error { error }) = events.last() else {
-        panic!("expected an error, got {events:#?}")
-    };
+    let Some(LlmEvent::Error { error }) = events.last() else { panic!("expected an error, got {events:#?}") };
     assert_eq!((error.kind, error.retryable), (ErrorKind::Timeout, true));
-    assert!(
-        events
-            .iter()
-            .any(|event| matches!(event, LlmEvent::TextDelta { text, .. } if text == "Hello"))
-    );
+    assert!(events.iter().any(|event| matches!(event, LlmEvent::TextDelta { text, .. } if text == "Hello")));
 }
 
 #[tokio::test]
@@ -162,16 +120,10 @@ async fn disconnect_mid_stream_is_a_transport_error() {
     let mock = MockProvider::start().await.unwrap();
     mock.push(MockResponse::sse([TEXT_CHUNK]).then_disconnect());
     let route = started(&mock).await;
-    let events: Vec<LlmEvent> = fast_retry_client(0, Duration::from_secs(5))
-        .stream(&route, &request())
-        .await
-        .unwrap()
-        .collect()
-        .await;
+    let events: Vec<LlmEvent> =
+        fast_retry_client(0, Duration::from_secs(5)).stream(&route, &request()).await.unwrap().collect().await;
     support::assert_terminal_once(&events);
-    let Some(LlmEvent::Error { error }) = events.last() else {
-        panic!("expected an error, got {events:#?}")
-    };
+    let Some(LlmEvent::Error { error }) = events.last() else { panic!("expected an error, got {events:#?}") };
     assert_eq!(error.kind, ErrorKind::Transport);
 }
 
@@ -180,36 +132,19 @@ async fn stream_ending_without_finish_is_an_error() {
     let mock = MockProvider::start().await.unwrap();
     mock.push(MockResponse::sse([TEXT_CHUNK]));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Transport);
-    assert!(
-        error.message.contains("before finishing"),
-        "{}",
-        error.message
-    );
+    assert!(error.message.contains("before finishing"), "{}", error.message);
 }
 
 #[tokio::test]
 async fn malformed_chunk_is_invalid_provider_output() {
     let mock = MockProvider::start().await.unwrap();
-    mock.push(MockResponse::sse([
-        TEXT_CHUNK,
-        r#"{"choices":[{"delta":{"content":"#,
-    ]));
+    mock.push(MockResponse::sse([TEXT_CHUNK, r#"{"choices":[{"delta":{"content":"#]));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidProviderOutput);
-    assert!(
-        error.message.contains("invalid openai-chat stream event"),
-        "{}",
-        error.message
-    );
+    assert!(error.message.contains("invalid openai-chat stream event"), "{}", error.message);
 }
 
 #[tokio::test]
@@ -218,95 +153,50 @@ async fn garbage_bytes_are_invalid_provider_output() {
     mock.push(MockResponse::body(
         200,
         "text/event-stream",
-        vec![
-            0xff, 0xfe, b'\n', b'd', b'a', b't', b'a', b':', b'\x01', b'\n', b'\n',
-        ],
+        vec![0xff, 0xfe, b'\n', b'd', b'a', b't', b'a', b':', b'\x01', b'\n', b'\n'],
     ));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidProviderOutput);
 }
 
 #[tokio::test]
 async fn html_error_page_is_reported_readably() {
     let mock = MockProvider::start().await.unwrap();
-    mock.push(MockResponse::body(
-        200,
-        "text/html",
-        "<html><body>Gateway login required</body></html>",
-    ));
+    mock.push(MockResponse::body(200, "text/html", "<html><body>Gateway login required</body></html>"));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidProviderOutput);
-    assert!(
-        error.message.contains("got `text/html`"),
-        "{}",
-        error.message
-    );
+    assert!(error.message.contains("got `text/html`"), "{}", error.message);
 }
 
 #[tokio::test]
 async fn ok_status_with_an_error_body_is_classified() {
     let mock = MockProvider::start().await.unwrap();
-    mock.push(MockResponse::json(
-        200,
-        &json!({"error": {"code": 401, "message": "No auth credentials found"}}),
-    ));
+    mock.push(MockResponse::json(200, &json!({"error": {"code": 401, "message": "No auth credentials found"}})));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (error.kind, error.status),
-        (ErrorKind::Authentication, Some(401))
-    );
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
+    assert_eq!((error.kind, error.status), (ErrorKind::Authentication, Some(401)));
     assert_eq!(error.message, "No auth credentials found");
 }
 
 #[tokio::test]
 async fn secrets_are_redacted_from_errors() {
     let mock = MockProvider::start().await.unwrap();
-    mock.push(MockResponse::json(
-        401,
-        &json!({"error": {"message": "Incorrect API key provided: test-key"}}),
-    ));
+    mock.push(MockResponse::json(401, &json!({"error": {"message": "Incorrect API key provided: test-key"}})));
     let route = started(&mock).await;
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.message, "Incorrect API key provided: <redacted>");
-    assert_eq!(
-        mock.requests()[0].header("authorization"),
-        Some("Bearer test-key")
-    );
+    assert_eq!(mock.requests()[0].header("authorization"), Some("Bearer test-key"));
 }
 
 #[tokio::test]
 async fn missing_key_names_the_environment_variable() {
     let mock = MockProvider::start().await.unwrap();
-    let route = started(&mock)
-        .await
-        .with_auth(opencode_llm::Auth::bearer_env(
-            "OPENCODE_TEST_SURELY_UNSET_KEY",
-        ));
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let route = started(&mock).await.with_auth(opencode_llm::Auth::bearer_env("OPENCODE_TEST_SURELY_UNSET_KEY"));
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Authentication);
-    assert!(
-        error.message.contains("OPENCODE_TEST_SURELY_UNSET_KEY"),
-        "{}",
-        error.message
-    );
+    assert!(error.message.contains("OPENCODE_TEST_SURELY_UNSET_KEY"), "{}", error.message);
     assert!(mock.requests().is_empty());
 }
 
@@ -321,10 +211,7 @@ async fn connection_refused_is_a_retryable_transport_error() {
         },
     )
     .unwrap();
-    let error = fast_retry_client(0, Duration::from_secs(5))
-        .generate(&route, &request())
-        .await
-        .unwrap_err();
+    let error = fast_retry_client(0, Duration::from_secs(5)).generate(&route, &request()).await.unwrap_err();
     assert_eq!((error.kind, error.retryable), (ErrorKind::Transport, true));
 }
 
@@ -345,15 +232,6 @@ async fn http_overlay_cannot_overwrite_protocol_fields() {
     assert_eq!(prepared.header("x-trace"), Some("t"));
 
     let mut request = self::request();
-    request
-        .http
-        .headers
-        .insert("Authorization".into(), "Bearer stolen".into());
-    assert_eq!(
-        support::client()
-            .prepare(&route, &request)
-            .unwrap_err()
-            .kind,
-        ErrorKind::InvalidRequest
-    );
+    request.http.headers.insert("Authorization".into(), "Bearer stolen".into());
+    assert_eq!(support::client().prepare(&route, &request).unwrap_err().kind, ErrorKind::InvalidRequest);
 }
