@@ -6,7 +6,7 @@
 //! independent of every other.
 
 // pub mod anthropic_messages;
-// pub mod bedrock_converse;
+pub mod bedrock_converse;
 pub mod cache;
 pub mod gemini;
 pub mod openai_chat;
@@ -62,7 +62,7 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
         // "openai-responses" => Arc::new(openai_responses::OpenAiResponses),
         // "anthropic-messages" => Arc::new(anthropic_messages::AnthropicMessages),
         "gemini" => Arc::new(gemini::Gemini),
-        // "bedrock-converse" => Arc::new(bedrock_converse::BedrockConverse),
+        "bedrock-converse" => Arc::new(bedrock_converse::BedrockConverse),
         _ => return None,
     };
     Some(protocol)
