@@ -5,7 +5,7 @@
 //! [`EventSink`], which enforces the event lifecycle. Each protocol lives in its own module and is
 //! independent of every other.
 
-// pub mod anthropic_messages;
+pub mod anthropic_messages;
 pub mod bedrock_converse;
 pub mod cache;
 pub mod gemini;
@@ -60,7 +60,7 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
         "openai-chat" => Arc::new(openai_chat::OpenAiChat::openai()),
         "openai-compatible-chat" => Arc::new(openai_chat::OpenAiChat::compatible()),
         // "openai-responses" => Arc::new(openai_responses::OpenAiResponses),
-        // "anthropic-messages" => Arc::new(anthropic_messages::AnthropicMessages),
+        "anthropic-messages" => Arc::new(anthropic_messages::AnthropicMessages),
         "gemini" => Arc::new(gemini::Gemini),
         "bedrock-converse" => Arc::new(bedrock_converse::BedrockConverse),
         _ => return None,

@@ -1,4 +1,5 @@
 mod recorded;
+mod streams_anthropic;
 mod streams_bedrock;
 mod streams_gemini;
 mod streams_openai_chat;
