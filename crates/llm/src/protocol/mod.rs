@@ -10,7 +10,8 @@ pub mod bedrock_converse;
 pub mod cache;
 pub mod gemini;
 pub mod openai_chat;
-// pub mod openai_responses;
+pub mod openai_options;
+pub mod openai_responses;
 pub mod shared;
 mod sink;
 
@@ -59,7 +60,7 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
     let protocol: Arc<dyn Protocol> = match id {
         "openai-chat" => Arc::new(openai_chat::OpenAiChat::openai()),
         "openai-compatible-chat" => Arc::new(openai_chat::OpenAiChat::compatible()),
-        // "openai-responses" => Arc::new(openai_responses::OpenAiResponses),
+        "openai-responses" => Arc::new(openai_responses::OpenAiResponses),
         "anthropic-messages" => Arc::new(anthropic_messages::AnthropicMessages),
         "gemini" => Arc::new(gemini::Gemini),
         "bedrock-converse" => Arc::new(bedrock_converse::BedrockConverse),

@@ -7,7 +7,6 @@
 //! wrapped user-text fallback elsewhere (several compatible servers reject a system message after
 //! the first turn).
 
-use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Map;
 use serde_json::Value;
@@ -16,6 +15,7 @@ use serde_json::json;
 use super::EventSink;
 use super::Protocol;
 use super::StreamDecoder;
+use super::openai_options::OpenAiOptions;
 use super::shared::ToolInputs;
 use super::shared::lower_system_updates;
 use super::shared::parse_payload;
@@ -64,24 +64,6 @@ impl OpenAiChat {
     }
 }
 
-/// Options read from the `openai` (or `openai_compatible`) namespace.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ChatOptions {
-    /// `none`, `minimal`, `low`, `medium`, `high`, `xhigh`. Setting it also switches the output limit
-    /// to `max_completion_tokens`, which reasoning models require.
-    pub reasoning_effort: Option<String>,
-    pub prompt_cache_key: Option<String>,
-    pub store: Option<bool>,
-    pub service_tier: Option<String>,
-    pub parallel_tool_calls: Option<bool>,
-    /// Role of the baseline system message: `system` (default) or `developer`.
-    pub system_role: Option<String>,
-    /// Where reasoning is echoed back on assistant messages for providers that need it in tool
-    /// loops: `reasoning_content` (DeepSeek and others) or `reasoning_details` (OpenRouter).
-    pub reasoning_field: Option<String>,
-}
-
 impl Protocol for OpenAiChat {
     fn id(&self) -> &'static str {
         match self.dialect {
@@ -99,7 +81,7 @@ impl Protocol for OpenAiChat {
     }
 
     fn encode(&self, request: &LlmRequest) -> Result<Value, LlmError> {
-        let options: ChatOptions = request.options.get(self.namespace())?;
+        let options: OpenAiOptions = request.options.get(self.namespace())?;
         let mut body = Map::new();
         body.insert("model".into(), json!(request.model));
         body.insert("messages".into(), Value::Array(self.messages(request, &options)?));
@@ -167,7 +149,7 @@ impl Protocol for OpenAiChat {
 }
 
 impl OpenAiChat {
-    fn messages(&self, request: &LlmRequest, options: &ChatOptions) -> Result<Vec<Value>, LlmError> {
+    fn messages(&self, request: &LlmRequest, options: &OpenAiOptions) -> Result<Vec<Value>, LlmError> {
         let mut out = Vec::new();
         let system_role = options.system_role.as_deref().unwrap_or("system");
         if let Some(system) = request.system_text() {
@@ -230,7 +212,7 @@ fn media_part(media_type: &str, data: &crate::MediaData, filename: Option<&str>)
     }
 }
 
-fn assistant_message(message: &Message, options: &ChatOptions) -> Value {
+fn assistant_message(message: &Message, options: &OpenAiOptions) -> Value {
     let mut text = String::new();
     let mut reasoning = String::new();
     let mut reasoning_details = Vec::new();

@@ -10,7 +10,6 @@ use opencode_llm::FinishReason;
 use opencode_llm::LlmEvent;
 use opencode_llm::LlmResponse;
 use opencode_llm::ToolCall;
-use opencode_llm::Usage;
 use opencode_mock_provider::MockResponse;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
@@ -34,27 +33,8 @@ async fn replay(name: &str) -> Option<(Vec<LlmEvent>, LlmResponse)> {
     Some(support::replay_stream_fixture(&path, "anthropic", None).await)
 }
 
-/// Exclusive Anthropic usage with no cache activity: `input` is the whole prompt.
-fn uncached_usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        non_cached_input_tokens: input,
-        cache_read_input_tokens: 0,
-        cache_write_input_tokens: 0,
-        reasoning_tokens: 0,
-        total_tokens: input + output,
-    }
-}
-
-fn reasoning(text: &str, signature: Option<&str>, encrypted: Option<&str>) -> ContentPart {
-    ContentPart::Reasoning {
-        text: text.to_owned(),
-        signature: signature.map(str::to_owned),
-        encrypted: encrypted.map(str::to_owned),
-        provider_metadata: None,
-    }
-}
+use super::support::reasoning;
+use super::support::uncached_usage;
 
 /// Every `data` of one content-block type in a raw SSE fixture, read independently of the decoder.
 fn redacted_data(path: &std::path::Path) -> Vec<String> {

@@ -19,7 +19,6 @@ use opencode_llm::LlmResponse;
 use opencode_llm::Message;
 use opencode_llm::Secret;
 use opencode_llm::SigV4Credentials;
-use opencode_llm::Usage;
 use opencode_llm::framing::HeaderValue;
 use opencode_llm::framing::event_stream::decode_message;
 use opencode_llm::protocol::Protocol;
@@ -42,27 +41,8 @@ fn bedrock_fixture(fixtures: &Path, name: &str) -> PathBuf {
     fixtures.join("provider-streams/bedrock").join(name)
 }
 
-/// Usage as Bedrock reports it without prompt caching: the input is all non-cached.
-fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        non_cached_input_tokens: input,
-        cache_read_input_tokens: 0,
-        cache_write_input_tokens: 0,
-        reasoning_tokens: 0,
-        total_tokens: input + output,
-    }
-}
-
-fn reasoning(text: &str, signature: Option<&str>, encrypted: Option<&str>) -> ContentPart {
-    ContentPart::Reasoning {
-        text: text.to_owned(),
-        signature: signature.map(str::to_owned),
-        encrypted: encrypted.map(str::to_owned),
-        provider_metadata: None,
-    }
-}
+use super::support::reasoning;
+use super::support::uncached_usage as usage;
 
 fn tool_call(id: &str, name: &str, input: Value) -> ContentPart {
     ContentPart::ToolCall {

@@ -97,3 +97,18 @@ pub fn assert_terminal_once(events: &[LlmEvent]) {
     assert_eq!(terminals, 1, "expected exactly one terminal event in {events:#?}");
     assert!(events.last().is_some_and(LlmEvent::is_terminal), "the terminal event must be last");
 }
+
+/// Usage without prompt-cache activity: the whole input is non-cached.
+pub fn uncached_usage(input: u64, output: u64) -> opencode_llm::Usage {
+    opencode_llm::Usage::from_inclusive(input, 0, 0, output, 0)
+}
+
+/// A reasoning part without provider metadata.
+pub fn reasoning(text: &str, signature: Option<&str>, encrypted: Option<&str>) -> opencode_llm::ContentPart {
+    opencode_llm::ContentPart::Reasoning {
+        text: text.to_owned(),
+        signature: signature.map(str::to_owned),
+        encrypted: encrypted.map(str::to_owned),
+        provider_metadata: None,
+    }
+}
