@@ -1069,23 +1069,9 @@ mod tests {
     use super::*;
     use crate::LlmEvent;
     use crate::LlmResponse;
-    use crate::framing::SseEvent;
 
     fn decode_all(chunks: &[Value]) -> Vec<LlmEvent> {
-        let mut decoder = GeminiDecoder::default();
-        let mut sink = EventSink::new();
-        for chunk in chunks {
-            let frame = Frame::Sse(SseEvent { event: None, data: chunk.to_string() });
-            if let Err(error) = decoder.decode(frame, &mut sink) {
-                sink.error(error);
-            }
-        }
-        if !sink.is_terminal()
-            && let Err(error) = decoder.end(&mut sink)
-        {
-            sink.error(error);
-        }
-        sink.drain().collect()
+        crate::protocol::decode_json_frames(&mut GeminiDecoder::default(), chunks)
     }
 
     fn signed_meta(signature: &str) -> Option<ProviderMetadata> {

@@ -72,3 +72,21 @@ pub fn by_id(id: &str) -> Option<std::sync::Arc<dyn Protocol>> {
 /// The ids accepted by [`by_id`].
 pub const PROTOCOL_IDS: &[&str] =
     &["openai-chat", "openai-responses", "anthropic-messages", "gemini", "bedrock-converse", "openai-compatible-chat"];
+
+/// Test helper: feeds JSON payloads as SSE data frames through a decoder, as the client would.
+#[cfg(test)]
+pub(crate) fn decode_json_frames(decoder: &mut dyn StreamDecoder, payloads: &[Value]) -> Vec<crate::LlmEvent> {
+    let mut sink = EventSink::new();
+    for payload in payloads {
+        let frame = Frame::Sse(crate::framing::SseEvent { event: None, data: payload.to_string() });
+        if let Err(error) = decoder.decode(frame, &mut sink) {
+            sink.error(error);
+        }
+    }
+    if !sink.is_terminal()
+        && let Err(error) = decoder.end(&mut sink)
+    {
+        sink.error(error);
+    }
+    sink.drain().collect()
+}

@@ -810,27 +810,13 @@ mod tests {
 
     use super::*;
     use crate::LlmEvent;
-    use crate::framing::SseEvent;
 
     fn request(value: Value) -> LlmRequest {
         serde_json::from_value(value).unwrap()
     }
 
     fn decode(lines: &[Value]) -> Vec<LlmEvent> {
-        let mut decoder = ResponsesDecoder::default();
-        let mut sink = EventSink::new();
-        for line in lines {
-            let frame = Frame::Sse(SseEvent { event: None, data: line.to_string() });
-            if let Err(error) = decoder.decode(frame, &mut sink) {
-                sink.error(error);
-            }
-        }
-        if !sink.is_terminal()
-            && let Err(error) = decoder.end(&mut sink)
-        {
-            sink.error(error);
-        }
-        sink.drain().collect()
+        crate::protocol::decode_json_frames(&mut ResponsesDecoder::default(), lines)
     }
 
     fn error_of(events: &[LlmEvent]) -> LlmError {
