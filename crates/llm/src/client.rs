@@ -21,6 +21,7 @@ use crate::LlmRequest;
 use crate::LlmResponse;
 use crate::RetryPolicy;
 use crate::Route;
+use crate::RouteDefaults;
 use crate::error::classify_http;
 use crate::error::classify_stream_error;
 use crate::framing::Frame;
@@ -367,11 +368,19 @@ impl Decoding {
 }
 
 fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmError> {
-    let mut effective = request.clone();
-    effective.generation = route.defaults.generation.merged(&request.generation);
-    effective.options = route.defaults.options.merged(&request.options);
+    // Requests carry whole histories (images included): copy only when there is something to merge.
+    let merged;
+    let effective = if route.defaults == RouteDefaults::default() {
+        request
+    } else {
+        let mut copy = request.clone();
+        copy.generation = route.defaults.generation.merged(&request.generation);
+        copy.options = route.defaults.options.merged(&request.options);
+        merged = copy;
+        &merged
+    };
 
-    let mut body = route.protocol.encode(&effective)?;
+    let mut body = route.protocol.encode(effective)?;
     if let Value::Object(fields) = &mut body {
         for (key, value) in &request.http.body {
             if fields.contains_key(key) || PROTOCOL_OWNED_FIELDS.contains(&key.as_str()) {
@@ -385,7 +394,7 @@ fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmEr
     let body = serde_json::to_vec(&body)
         .map_err(|err| LlmError::invalid_request(format!("cannot serialize the request body: {err}")))?;
 
-    let path = route.endpoint.path.clone().unwrap_or_else(|| route.protocol.path(&effective));
+    let path = route.endpoint.path.clone().unwrap_or_else(|| route.protocol.path(effective));
     let raw_url = format!("{}{path}", route.endpoint.base_url);
     let mut url = reqwest::Url::parse(&raw_url)
         .map_err(|err| LlmError::configuration(format!("invalid endpoint URL `{raw_url}`: {err}")))?;

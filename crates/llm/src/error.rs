@@ -15,6 +15,9 @@ use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::percent::UNRESERVED;
+use crate::percent::percent_encode;
+
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -175,21 +178,9 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_owned();
     for secret in secrets.iter().filter(|secret| secret.len() >= 4) {
         out = out.replace(secret.as_str(), "<redacted>");
-        let encoded = url_encode(secret);
+        let encoded = percent_encode(secret, UNRESERVED);
         if encoded != *secret {
             out = out.replace(encoded.as_str(), "<redacted>");
-        }
-    }
-    out
-}
-
-fn url_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
         }
     }
     out

@@ -32,6 +32,7 @@ mod client;
 mod error;
 mod event;
 pub mod framing;
+mod percent;
 pub mod protocol;
 pub mod provider;
 mod request;

@@ -243,6 +243,16 @@ pub enum MediaData {
 }
 
 impl MediaData {
+    /// The base64 bytes, whether inline or carried by a `data:…;base64,` URL; `None` for other URLs.
+    pub fn inline_base64(&self) -> Option<&str> {
+        match self {
+            Self::Base64(data) => Some(data),
+            Self::Url(url) => {
+                url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")).map(|(_, data)| data)
+            }
+        }
+    }
+
     /// The data as a URL: the URL itself, or a `data:` URL for inline bytes.
     pub fn to_url(&self, media_type: &str) -> String {
         match self {

@@ -13,6 +13,8 @@ use sha2::Sha256;
 use super::Secret;
 use crate::LlmError;
 use crate::PreparedRequest;
+use crate::percent::UNRESERVED;
+use crate::percent::percent_encode;
 
 /// AWS credentials and the signing scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,15 +112,7 @@ fn canonical_query(url: &reqwest::Url) -> String {
 
 /// RFC 3986 encoding of everything but unreserved characters (and `/` in paths).
 fn encode(text: &str, encode_slash: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(byte as char),
-            b'/' if !encode_slash => out.push('/'),
-            _ => out.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    out
+    if encode_slash { percent_encode(text, UNRESERVED) } else { percent_encode(text, b"-_.~/") }
 }
 
 #[allow(clippy::expect_used, reason = "HMAC accepts keys of any length")]

@@ -442,14 +442,13 @@ fn media_block(media_type: &str, data: &MediaData) -> Result<Value, LlmError> {
     } else {
         return Err(LlmError::invalid_request(format!("Anthropic Messages does not accept `{media_type}` media")));
     };
-    let source = match data {
-        MediaData::Url(url) => json!({"type": "url", "url": url}),
-        MediaData::Base64(text) if media_type == "text/plain" => {
+    // `data:` URLs are inline bytes, not URLs Anthropic can fetch.
+    let source = match (data.inline_base64(), data) {
+        (Some(text), _) if media_type == "text/plain" => {
             json!({"type": "text", "media_type": media_type, "data": decode_text(text)?})
         }
-        MediaData::Base64(data) => {
-            json!({"type": "base64", "media_type": media_type, "data": data})
-        }
+        (Some(data), _) => json!({"type": "base64", "media_type": media_type, "data": data}),
+        (None, MediaData::Url(url) | MediaData::Base64(url)) => json!({"type": "url", "url": url}),
     };
     Ok(json!({"type": kind, "source": source}))
 }
@@ -881,20 +880,8 @@ mod tests {
     }
 
     fn decode(payloads: &[&str]) -> (Vec<LlmEvent>, LlmResponse) {
-        let mut decoder = MessagesDecoder::default();
-        let mut sink = EventSink::new();
-        for data in payloads {
-            let frame = Frame::Sse(SseEvent { event: None, data: (*data).to_owned() });
-            if let Err(error) = decoder.decode(frame, &mut sink) {
-                sink.error(error);
-            }
-        }
-        if !sink.is_terminal()
-            && let Err(error) = decoder.end(&mut sink)
-        {
-            sink.error(error);
-        }
-        let events: Vec<_> = sink.drain().collect();
+        let payloads: Vec<Value> = payloads.iter().map(|data| serde_json::from_str(data).unwrap()).collect();
+        let events = crate::protocol::decode_json_frames(&mut MessagesDecoder::default(), &payloads);
         let response = LlmResponse::from_events(&events);
         (events, response)
     }
@@ -1128,5 +1115,19 @@ mod tests {
         decoder.decode(frame, &mut sink).unwrap();
         decoder.end(&mut sink).unwrap();
         assert!(!sink.is_terminal());
+    }
+
+    #[test]
+    fn data_urls_are_sent_inline_not_as_fetchable_urls() {
+        let data = MediaData::Url("data:image/png;base64,iVBOR".to_owned());
+        assert_eq!(
+            media_block("image/png", &data).unwrap(),
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}})
+        );
+        let url = MediaData::Url("https://example.com/a.png".to_owned());
+        assert_eq!(
+            media_block("image/png", &url).unwrap(),
+            json!({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}})
+        );
     }
 }

@@ -41,6 +41,8 @@ use crate::Usage;
 use crate::framing::EventStreamMessage;
 use crate::framing::Frame;
 use crate::framing::Framing;
+use crate::percent::URI_COMPONENT;
+use crate::percent::percent_encode;
 
 const PROTOCOL: &str = "bedrock-converse";
 
@@ -97,7 +99,7 @@ impl Protocol for BedrockConverse {
     }
 
     fn path(&self, request: &LlmRequest) -> String {
-        format!("/model/{}/converse-stream", encode_uri_component(&request.model))
+        format!("/model/{}/converse-stream", percent_encode(&request.model, URI_COMPONENT))
     }
 
     fn encode(&self, request: &LlmRequest) -> Result<Value, LlmError> {
@@ -131,20 +133,6 @@ impl Protocol for BedrockConverse {
     fn decoder(&self, _request: &LlmRequest) -> Box<dyn StreamDecoder> {
         Box::new(ConverseDecoder::default())
     }
-}
-
-/// `encodeURIComponent`: everything but `A-Z a-z 0-9 - _ . ! ~ * ' ( )` is percent-encoded, so a
-/// model id such as `us.amazon.nova-micro-v1:0` becomes `us.amazon.nova-micro-v1%3A0`.
-fn encode_uri_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 fn inference_config(request: &LlmRequest, options: &BedrockOptions) -> Option<Value> {
@@ -402,15 +390,12 @@ fn unsupported_media(media_type: &str) -> LlmError {
 
 /// Inline bytes (base64 in JSON) or an S3 object; Converse cannot fetch other URLs.
 fn media_source(data: &MediaData) -> Result<Value, LlmError> {
-    match data {
-        MediaData::Base64(bytes) => Ok(json!({"bytes": bytes})),
-        MediaData::Url(url) if url.starts_with("s3://") => Ok(json!({"s3Location": {"uri": url}})),
-        MediaData::Url(url) => match url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) {
-            Some((_, bytes)) => Ok(json!({"bytes": bytes})),
-            None => Err(LlmError::invalid_request(
-                "Bedrock Converse takes media as inline base64 or an s3:// URL, not a web URL",
-            )),
-        },
+    match (data.inline_base64(), data) {
+        (Some(bytes), _) => Ok(json!({"bytes": bytes})),
+        (None, MediaData::Url(url)) if url.starts_with("s3://") => Ok(json!({"s3Location": {"uri": url}})),
+        (None, _) => Err(LlmError::invalid_request(
+            "Bedrock Converse takes media as inline base64 or an s3:// URL, not a web URL",
+        )),
     }
 }
 
@@ -823,7 +808,10 @@ mod tests {
             BedrockConverse.path(&LlmRequest::new("us.amazon.nova-micro-v1:0")),
             "/model/us.amazon.nova-micro-v1%3A0/converse-stream"
         );
-        assert_eq!(encode_uri_component("arn:aws:bedrock:x/y (1)*!'~"), "arn%3Aaws%3Abedrock%3Ax%2Fy%20(1)*!'~");
+        assert_eq!(
+            percent_encode("arn:aws:bedrock:x/y (1)*!'~", URI_COMPONENT),
+            "arn%3Aaws%3Abedrock%3Ax%2Fy%20(1)*!'~"
+        );
     }
 
     #[test]

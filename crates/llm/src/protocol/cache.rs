@@ -52,11 +52,6 @@ impl CachePlan {
         self.messages.get(message).and_then(|parts| parts.get(part)).and_then(Option::as_ref)
     }
 
-    /// Whether any part of this message carries a breakpoint.
-    pub fn message_has_breakpoint(&self, message: usize) -> bool {
-        self.messages.get(message).is_some_and(|parts| parts.iter().any(Option::is_some))
-    }
-
     fn add_automatic(&mut self, request: &LlmRequest) {
         if let Some(last) = self.tools.last_mut() {
             last.get_or_insert_with(CacheHint::default);
@@ -107,7 +102,7 @@ mod tests {
         let plan = CachePlan::for_request(&request);
         assert_eq!(plan.tools, vec![None, Some(CacheHint::default())]);
         assert_eq!(plan.system, vec![None, Some(CacheHint::default())]);
-        assert!(!plan.message_has_breakpoint(0));
+        assert!(plan.part(0, 0).is_none());
         assert!(plan.part(2, 0).is_some());
     }
 

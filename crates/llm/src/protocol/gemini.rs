@@ -216,12 +216,11 @@ fn user_parts(content: &[ContentPart]) -> Result<Vec<Value>, LlmError> {
 
 /// Inline bytes (`data:` URLs included) as `inlineData`, other URLs as `fileData`.
 fn media_part(media_type: &str, data: &MediaData) -> Value {
-    match data {
-        MediaData::Base64(data) => json!({"inlineData": {"mimeType": media_type, "data": data}}),
-        MediaData::Url(url) => match url.strip_prefix("data:").and_then(|rest| rest.split_once(";base64,")) {
-            Some((_, data)) => json!({"inlineData": {"mimeType": media_type, "data": data}}),
-            None => json!({"fileData": {"mimeType": media_type, "fileUri": url}}),
-        },
+    match (data.inline_base64(), data) {
+        (Some(data), _) => json!({"inlineData": {"mimeType": media_type, "data": data}}),
+        (None, MediaData::Url(url) | MediaData::Base64(url)) => {
+            json!({"fileData": {"mimeType": media_type, "fileUri": url}})
+        }
     }
 }
 
