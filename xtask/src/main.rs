@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask bench";
+const USAGE: &str = "usage: cargo xtask bench [package] [-- bench args]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -18,16 +18,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs every benchmark program in release mode.
+/// Every benchmark program: (package, bench target).
+const BENCHES: &[(&str, &str)] = &[("opencode-llm", "llm")];
+
+/// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
 fn bench(extra: &[String]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(cargo).args(["bench", "-p", "opencode-llm", "--bench", "llm", "--"]).args(extra).status();
-    match status {
-        Ok(status) if status.success() => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::FAILURE,
-        Err(err) => {
-            eprintln!("error: cannot run cargo: {err}");
-            ExitCode::FAILURE
+    let only = extra.first().filter(|arg| !arg.starts_with('-'));
+    for (package, target) in BENCHES.iter().filter(|(package, _)| only.is_none_or(|only| only == package)) {
+        let rest = if only.is_some() { &extra[1..] } else { extra };
+        let status = Command::new(&cargo).args(["bench", "-p", package, "--bench", target, "--"]).args(rest).status();
+        match status {
+            Ok(status) if status.success() => {}
+            Ok(_) => return ExitCode::FAILURE,
+            Err(err) => {
+                eprintln!("error: cannot run cargo: {err}");
+                return ExitCode::FAILURE;
+            }
         }
     }
+    ExitCode::SUCCESS
 }
