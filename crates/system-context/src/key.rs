@@ -33,7 +33,6 @@ impl SourceKey {
     }
 
     /// A key written in this crate's source; the unit tests check every one of them.
-    #[allow(dead_code, reason = "the built-in sources use it")]
     pub(crate) fn builtin(key: &'static str) -> Self {
         Self(Arc::from(key))
     }
