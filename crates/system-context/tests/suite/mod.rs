@@ -1,0 +1,6 @@
+mod builtins;
+mod compose;
+mod epoch;
+mod instructions;
+mod reconcile;
+mod support;
