@@ -69,7 +69,7 @@ fn source(index: usize) -> SystemContext {
     };
     SystemContext::make(Fixed {
         key: SourceKey::new(format!("bench/source-{index:02}")).expect("valid key"),
-        value: Value { title: format!("Source {index}"), lines, flag: index % 2 == 0 },
+        value: Value { title: format!("Source {index}"), lines, flag: index.is_multiple_of(2) },
     })
 }
 
