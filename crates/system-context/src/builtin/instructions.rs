@@ -82,9 +82,15 @@ impl Instructions {
     /// Discovers and reads the current ordered instruction set.
     pub async fn observe(&self) -> Loaded<Vec<InstructionFile>> {
         let settings = Arc::clone(&self.settings);
-        // Directory walks and reads are blocking file system work.
-        let Ok(candidates) = tokio::task::spawn_blocking(move || read_files(&settings)).await else {
-            return Loaded::Unavailable;
+        // Directory walks and reads are blocking file system work: off the async threads when a
+        // tokio runtime is there to take them, inline otherwise.
+        let candidates = if tokio::runtime::Handle::try_current().is_ok() {
+            match tokio::task::spawn_blocking(move || read_files(&settings)).await {
+                Ok(candidates) => candidates,
+                Err(_) => return Loaded::Unavailable,
+            }
+        } else {
+            read_files(&settings)
         };
         let Loaded::Value(candidates) = candidates else {
             return Loaded::Unavailable;
