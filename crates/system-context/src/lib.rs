@@ -14,7 +14,6 @@
 //!   replacement [`Generation`]. [`prepare_epoch`] drives them against an [`EpochStore`], retrying
 //!   optimistic revision mismatches until stable.
 //! - **Built-in sources** in [`builtin`]: environment, date, ambient instructions, skill guidance.
-//! - **Built-in sources** in [`builtin`]: environment, date, ambient instructions, skill guidance.
 //!
 //! The composition itself reads no files and no database: loaders and producers bring the values.
 //!
