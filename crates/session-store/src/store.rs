@@ -62,6 +62,8 @@ pub struct Store {
     /// Commits made with `synchronous = NORMAL` since the last fsync.
     unsynced: AtomicBool,
     hook: RwLock<Option<EventHook>>,
+    /// Staged parts refused since the last flush, reported by it.
+    rejected: Mutex<Vec<StoreError>>,
 }
 
 /// A write transaction. Every method of the store that changes state is on `Tx`; whatever one closure
@@ -98,6 +100,7 @@ impl Store {
             staged: Mutex::new(Staged::default()),
             unsynced: AtomicBool::new(false),
             hook: RwLock::new(None),
+            rejected: Mutex::new(Vec::new()),
         })
     }
 
@@ -173,11 +176,20 @@ impl Store {
     }
 
     /// Commits staged parts and makes every commit so far durable (fsync), before the step that produced
-    /// them is reported finished.
+    /// them is reported finished. Fails with the first error of any staged part the store refused since
+    /// the last flush (those parts were dropped; the others are written).
     pub fn flush(&self) -> Result<()> {
-        if !self.has_staged() && !self.unsynced.load(Ordering::Acquire) {
-            return Ok(());
+        if self.has_staged() || self.unsynced.load(Ordering::Acquire) {
+            self.write_durable()?;
         }
+        let mut rejected = self.rejected.lock().unwrap_or_else(PoisonError::into_inner);
+        match rejected.drain(..).next() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    fn write_durable(&self) -> Result<()> {
         self.write_inner(true, |tx| {
             // A tiny write forces a WAL frame, whose FULL-synchronous commit fsyncs all earlier frames.
             tx.tx.execute(
@@ -235,12 +247,30 @@ impl Store {
         let tx = self.begin_immediate(conn)?;
         let mut tx = Tx { tx, events: Vec::new(), now: now_ms() };
         for part in staged {
-            tx.upsert_part(part)?;
+            self.apply_staged(&mut tx, part)?;
         }
         let value = f(&mut tx)?;
         let Tx { tx, events, .. } = tx;
         tx.commit()?;
         Ok((value, events))
+    }
+
+    /// Writes one staged part in a savepoint. A part the store refuses (unknown message, illegal tool
+    /// transition) is dropped and its error kept for [`Store::flush`], so that one bad update cannot block
+    /// every later write; any other failure aborts the transaction and the batch is staged again.
+    fn apply_staged(&self, tx: &mut Tx<'_>, part: &Part) -> Result<()> {
+        let events = tx.events.len();
+        tx.tx.execute_batch("SAVEPOINT staged_part")?;
+        match tx.upsert_part(part) {
+            Ok(()) => Ok(tx.tx.execute_batch("RELEASE staged_part")?),
+            Err(err @ (StoreError::NotFound { .. } | StoreError::Conflict(_) | StoreError::Decode { .. })) => {
+                tx.tx.execute_batch("ROLLBACK TO staged_part; RELEASE staged_part")?;
+                tx.events.truncate(events);
+                self.rejected.lock().unwrap_or_else(PoisonError::into_inner).push(err);
+                Ok(())
+            }
+            Err(err) => Err(err),
+        }
     }
 
     /// `BEGIN IMMEDIATE`, waiting out other processes' writes (SQLite's busy handler, then bounded retries

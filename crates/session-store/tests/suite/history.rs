@@ -200,3 +200,21 @@ fn tool_part(message: &MessageInfo, state: ToolState) -> Part {
         kind: tool_kind(state),
     }
 }
+
+#[test]
+fn a_refused_staged_part_is_reported_by_flush_without_blocking_other_writes() {
+    let (_dir, store) = store();
+    let s = session(&store);
+    let (_, answer) = turn(&store, &s.id, "t");
+    let good = text(&answer, "kept");
+    let orphan = Part { message_id: "msg_000000000000missing".into(), ..text(&answer, "lost") };
+    store.stage_part(orphan).unwrap();
+    store.stage_part(good.clone()).unwrap();
+    turn(&store, &s.id, "later");
+    let err = store.flush().unwrap_err();
+    assert_eq!(err.to_string(), "message msg_000000000000missing not found");
+    store.flush().unwrap();
+    let message = store.read(|r| r.message(answer.id())).unwrap().unwrap();
+    assert_eq!(message.parts.last(), Some(&good));
+    assert_eq!(store.read(|r| r.full_history(&s.id)).unwrap().len(), 4);
+}
