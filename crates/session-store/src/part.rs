@@ -266,6 +266,34 @@ mod tests {
     }
 
     #[test]
+    fn every_part_type_round_trips_unchanged() {
+        let ids = json!({"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1"});
+        let bodies = [
+            json!({"type": "text", "text": "hi", "synthetic": true, "time": {"start": 1, "end": 2}}),
+            json!({"type": "reasoning", "text": "hmm", "metadata": {"sig": "x"}, "time": {"start": 1}}),
+            json!({"type": "tool", "callID": "c", "tool": "read", "state": {"status": "pending", "input": {}, "raw": ""}}),
+            json!({"type": "file", "mime": "image/png", "filename": "a.png", "url": "data:image/png;base64,AA=="}),
+            json!({"type": "snapshot", "snapshot": "abc123"}),
+            json!({"type": "patch", "hash": "abc123", "files": ["src/main.rs"]}),
+            json!({"type": "agent", "name": "plan", "source": {"value": "@plan", "start": 0, "end": 5}}),
+            json!({"type": "compaction", "auto": true, "overflow": false, "tail_start_id": "msg_2"}),
+            json!({"type": "subtask", "prompt": "p", "description": "d", "agent": "general",
+                   "model": {"providerID": "openai", "modelID": "gpt"}, "command": "review"}),
+            json!({"type": "retry", "attempt": 2, "error": {"name": "APIError", "data": {"message": "slow down",
+                   "isRetryable": true}}, "time": {"created": 3}}),
+            json!({"type": "step-start", "snapshot": "abc123"}),
+            json!({"type": "step-finish", "reason": "tool-calls", "cost": 0.0, "tokens": {"input": 0, "output": 0,
+                   "reasoning": 0, "cache": {"read": 0, "write": 0}}}),
+        ];
+        for body in bodies {
+            let mut value = ids.clone();
+            value.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
+            let part: Part = serde_json::from_value(value.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&part).unwrap(), value);
+        }
+    }
+
+    #[test]
     fn settled_tool_states_never_regress() {
         let running =
             ToolState::Running { input: json!({}), title: None, metadata: None, time: ToolStartTime { start: 1 } };

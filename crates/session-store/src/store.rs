@@ -407,3 +407,15 @@ impl Staged {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_can_be_shared_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Store>();
+        assert_eq!(StoreOptions::default().max_staged, 256);
+    }
+}
