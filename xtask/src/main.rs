@@ -19,7 +19,8 @@ fn main() -> ExitCode {
 }
 
 /// Every benchmark program: (package, bench target).
-const BENCHES: &[(&str, &str)] = &[("opencode-llm", "llm"), ("opencode-system-context", "reconcile")];
+const BENCHES: &[(&str, &str)] =
+    &[("opencode-llm", "llm"), ("opencode-system-context", "reconcile"), ("opencode-session-store", "store")];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
 fn bench(extra: &[String]) -> ExitCode {

@@ -1,0 +1,7 @@
+mod concurrency;
+mod crash;
+mod history;
+mod open;
+mod runtime;
+mod sessions;
+mod support;
