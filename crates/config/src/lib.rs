@@ -1,14 +1,35 @@
 //! OpenCode's configuration, read the way OpenCode users already write it.
 //!
-//! This crate owns the typed shape of `opencode.json(c)`, where the files are found and how they merge,
-//! the XDG paths every other crate uses, and stored provider credentials.
+//! This crate owns the typed shape of `opencode.json(c)` ([`Config`]), where the files are found and
+//! how they merge ([`load`], with the source of every top-level key), JSONC and `{env:}`/`{file:}`
+//! substitution, agent markdown files, the XDG paths every other crate uses ([`Paths`]) and stored
+//! provider credentials ([`AuthStore`]). Nothing here reads the process environment on its own: the
+//! caller passes an [`Env`].
 
 mod agent;
+mod auth;
+mod config;
+mod env;
+mod error;
+pub mod jsonc;
+mod load;
+mod markdown;
 mod paths;
 mod permission;
+mod substitute;
 mod tool_output;
 
 pub use agent::{AgentConfig, AgentMode};
+pub use auth::{AuthEntry, AuthInfo, AuthStore, write_private};
+pub use config::{
+    Autoupdate, CommandConfig, CompactionConfig, Config, EnterpriseConfig, KNOWN_KEYS, McpConfig, McpServerConfig,
+    NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig, ServerConfig, ShareMode, SkillsConfig,
+    WatcherConfig,
+};
+pub use env::Env;
+pub use error::{ConfigError, ConfigWarning};
+pub use load::{ConfigSource, LoadOptions, LoadedConfig, find_worktree, load, merge_values};
+pub use markdown::agent_from_markdown;
 pub use paths::Paths;
 pub use permission::{PermissionAction, PermissionConfig, PermissionRule};
 pub use tool_output::ToolOutputConfig;

@@ -1,0 +1,3 @@
+mod config_merge;
+mod ingest;
+mod resolve;

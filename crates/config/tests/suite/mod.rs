@@ -1,0 +1,2 @@
+mod credentials;
+mod discovery;
