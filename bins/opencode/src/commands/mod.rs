@@ -1,0 +1,27 @@
+//! One module per command.
+
+mod auth;
+mod debug;
+mod models;
+
+use crate::cli::{Cli, Command, DebugCommand};
+use crate::context::Context;
+use crate::error::CliError;
+
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    let context = Context::load()?;
+    match cli.command {
+        Command::Models(args) => models::run(&context, &args),
+        Command::Auth(command) => auth::run(&context, command),
+        Command::Debug(DebugCommand::Config) => debug::config(&context),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`opencode models | head`) ends quietly.
+fn emit(out: &mut impl std::io::Write, text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    match out.write_fmt(text) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(err) => Err(CliError::Io(format!("cannot write output: {err}"))),
+    }
+}

@@ -1,0 +1,4 @@
+mod auth;
+mod debug_config;
+mod models;
+mod support;
