@@ -1,0 +1,5 @@
+mod bounding;
+mod location;
+mod permissions;
+mod registry;
+mod support;
