@@ -21,6 +21,7 @@ mod pending;
 mod permission;
 mod registry;
 mod tool;
+pub mod tools;
 
 pub use agent::Agent;
 pub use agent::AgentDirs;

@@ -180,7 +180,7 @@ impl ToolRegistry {
 
     /// Bounds a successful output; never fails (a storage failure makes the preview lossy).
     pub async fn settle(&self, call: &ToolCall, output: ToolOutput) -> Settlement {
-        let ToolOutput { title, text, media, structured, metadata } = output;
+        let ToolOutput { title, text, media, structured, metadata, managed_path, truncated, diagnostic } = output;
         let text = if text.is_empty()
             && let Some(value) = &structured
         {
@@ -198,9 +198,9 @@ impl ToolRegistry {
             media,
             structured,
             metadata,
-            managed_path: bounded.managed_path,
-            truncated: bounded.truncated,
-            diagnostic: bounded.diagnostic,
+            managed_path: bounded.managed_path.or(managed_path),
+            truncated: bounded.truncated || truncated,
+            diagnostic: bounded.diagnostic.or(diagnostic),
         }
     }
 

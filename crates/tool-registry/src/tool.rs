@@ -92,6 +92,10 @@ pub struct ToolOutput {
     /// A validated structured result for session consumers; shown to the model when there is no text.
     pub structured: Option<Value>,
     pub metadata: Map<String, Value>,
+    /// Set when the tool already bounded its own text (its Managed Tool Output File survives).
+    pub managed_path: Option<std::path::PathBuf>,
+    pub truncated: bool,
+    pub diagnostic: Option<String>,
 }
 
 /// A media attachment.
@@ -115,6 +119,17 @@ impl ToolOutput {
     pub fn with_metadata(mut self, key: &str, value: impl Serialize) -> Self {
         self.metadata.insert(key.to_owned(), serde_json::to_value(value).unwrap_or(Value::Null));
         self
+    }
+
+    /// Text a tool bounded itself with [`OutputStore::writer`]; its managed path is kept.
+    pub fn bounded(bounded: crate::output::Bounded) -> Self {
+        Self {
+            text: bounded.text,
+            managed_path: bounded.managed_path,
+            truncated: bounded.truncated,
+            diagnostic: bounded.diagnostic,
+            ..Self::default()
+        }
     }
 
     /// A structured-only result.

@@ -2,4 +2,6 @@ mod bounding;
 mod location;
 mod permissions;
 mod registry;
+mod scenarios;
 mod support;
+mod tools;
