@@ -19,7 +19,7 @@ fn main() -> ExitCode {
 }
 
 /// Every benchmark program: (package, bench target).
-const BENCHES: &[(&str, &str)] = &[("opencode-llm", "llm")];
+const BENCHES: &[(&str, &str)] = &[("opencode-llm", "llm"), ("opencode-tool-registry", "tools")];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
 fn bench(extra: &[String]) -> ExitCode {
