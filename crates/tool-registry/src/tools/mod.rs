@@ -6,7 +6,11 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod list;
+pub mod question;
 pub mod read;
+pub mod skill;
+pub mod task;
+pub mod todo;
 pub mod write;
 
 pub use bash::EnvOverlay;

@@ -1,3 +1,4 @@
+mod aux;
 mod bounding;
 mod location;
 mod permissions;
