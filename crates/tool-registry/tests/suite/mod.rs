@@ -1,0 +1,8 @@
+mod aux;
+mod bounding;
+mod location;
+mod permissions;
+mod registry;
+mod scenarios;
+mod support;
+mod tools;
