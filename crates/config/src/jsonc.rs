@@ -6,7 +6,8 @@
 use serde::de::DeserializeOwned;
 
 /// Where and why a JSONC document failed to parse (1-based line and column).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}, column {column}: {message}")]
 pub struct JsoncError {
     pub line: usize,
     pub column: usize,

@@ -310,33 +310,27 @@ impl Loader<'_> {
     }
 
     fn agent_files(&mut self, dir: &Path) {
-        for sub in ["agent", "agents"] {
-            let Ok(entries) = std::fs::read_dir(dir.join(sub)) else { continue };
-            let mut files: Vec<PathBuf> = entries
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-                .collect();
-            files.sort();
-            for path in files {
-                self.agent_file(path);
-            }
+        for file in markdown::agent_files(dir) {
+            self.agent_file(file);
         }
     }
 
-    fn agent_file(&mut self, path: PathBuf) {
-        let source = ConfigSource::AgentFile(path.clone());
-        let text = match std::fs::read_to_string(&path) {
+    fn agent_file(&mut self, file: markdown::AgentFile) {
+        let source = ConfigSource::AgentFile(file.path.clone());
+        let text = match std::fs::read_to_string(&file.path) {
             Ok(text) => text,
             Err(err) => {
-                self.out.errors.push(ConfigError::Read { path, reason: err.to_string() });
+                self.out.errors.push(ConfigError::Read { path: file.path, reason: err.to_string() });
                 return;
             }
         };
-        let name = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
         match markdown::agent_from_markdown(&text) {
-            Ok(agent) => {
+            Ok(mut agent) => {
+                if let Some(map) = agent.as_object_mut().filter(|_| file.primary) {
+                    map.entry("mode").or_insert_with(|| Value::String("primary".into()));
+                }
                 let mut entry = Map::new();
-                entry.insert(name, agent);
+                entry.insert(file.name, agent);
                 let mut layer = Map::new();
                 layer.insert("agent".into(), Value::Object(entry));
                 self.apply(source, layer);

@@ -1,27 +1,66 @@
-//! Agent markdown files (`.opencode/agent/<name>.md`): YAML front matter holds the agent's
-//! settings, the body is its prompt.
-//!
-//! The front matter is read with a small YAML subset that covers what agent files use: nested
-//! mappings by indentation, `- item` lists, `[a, b]` inline lists, quoted and plain scalars, `|` and
-//! `>` block strings and `#` comments. Anything else is reported with its line.
+//! Agent markdown files (`{agent,agents}/**/*.md`, `{mode,modes}/*.md` in a config directory or a
+//! project's `.opencode`): YAML front matter holds the agent's settings, the body is its prompt.
 
-use serde_json::{Map, Number, Value};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use crate::AgentConfig;
 use crate::jsonc::JsoncError;
 
+/// One agent file found in a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentFile {
+    /// The path below the `agent`/`mode` folder without `.md` (`review/strict`).
+    pub name: String,
+    pub path: PathBuf,
+    /// Files under `mode/` define primary agents unless they say otherwise.
+    pub primary: bool,
+}
+
+/// The agent files under `dir`, in a stable order: `{agent,agents}/**/*.md` then `{mode,modes}/*.md`.
+pub fn agent_files(dir: &Path) -> Vec<AgentFile> {
+    let mut found = Vec::new();
+    for (folder, recursive) in [("agent", true), ("agents", true), ("mode", false), ("modes", false)] {
+        let root = dir.join(folder);
+        let mut paths = Vec::new();
+        collect_markdown(&root, recursive, &mut paths);
+        paths.sort();
+        found.extend(paths.into_iter().map(|path| {
+            let relative = path.strip_prefix(&root).unwrap_or(&path).with_extension("");
+            AgentFile { name: relative.to_string_lossy().replace('\\', "/"), path, primary: !recursive }
+        }));
+    }
+    found
+}
+
+fn collect_markdown(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for path in entries.filter_map(|entry| entry.ok().map(|entry| entry.path())) {
+        if path.is_dir() {
+            if recursive {
+                collect_markdown(&path, recursive, out);
+            }
+        } else if path.extension().is_some_and(|ext| ext == "md") {
+            out.push(path);
+        }
+    }
+}
+
 /// The agent configuration (as JSON, ready to merge) of one markdown file.
 pub fn agent_from_markdown(text: &str) -> Result<Value, JsoncError> {
     let (front, body) = split_front_matter(text);
-    let mut map = match front {
-        Some(front) => parse_yaml(front)?,
-        None => Map::new(),
+    let mut value = match front {
+        Some(front) if !front.trim().is_empty() => front_matter(front)?,
+        _ => Value::Object(serde_json::Map::new()),
+    };
+    let Some(map) = value.as_object_mut() else {
+        return Err(JsoncError { line: 2, column: 1, message: "expected front matter to be a mapping".into() });
     };
     let prompt = body.trim();
     if !prompt.is_empty() {
         map.insert("prompt".into(), Value::String(prompt.to_owned()));
     }
-    let value = Value::Object(map);
     serde_json::from_value::<AgentConfig>(value.clone()).map_err(|err| JsoncError {
         line: 1,
         column: 1,
@@ -30,8 +69,17 @@ pub fn agent_from_markdown(text: &str) -> Result<Value, JsoncError> {
     Ok(value)
 }
 
+/// Parses YAML front matter; positions are of the file (the front matter starts on line 2).
+pub fn front_matter(front: &str) -> Result<Value, JsoncError> {
+    serde_yaml_ng::from_str(front).map_err(|err| {
+        let (line, column) = err.location().map_or((2, 1), |at| (at.line() + 1, at.column()));
+        JsoncError { line, column, message: err.to_string() }
+    })
+}
+
 /// `(front matter, body)`; no front matter when the file does not start with `---`.
-fn split_front_matter(text: &str) -> (Option<&str>, &str) {
+pub fn split_front_matter(text: &str) -> (Option<&str>, &str) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
         return (None, text);
     };
@@ -43,160 +91,6 @@ fn split_front_matter(text: &str) -> (Option<&str>, &str) {
         offset += line.len();
     }
     (None, text)
-}
-
-struct Line<'a> {
-    number: usize,
-    indent: usize,
-    text: &'a str,
-}
-
-/// Parses the YAML subset into a mapping. Line numbers are of the file (front matter starts at 2).
-fn parse_yaml(text: &str) -> Result<Map<String, Value>, JsoncError> {
-    let lines: Vec<Line<'_>> = text
-        .lines()
-        .enumerate()
-        .map(|(index, raw)| Line { number: index + 2, indent: raw.len() - raw.trim_start().len(), text: raw.trim() })
-        .collect();
-    let mut parser = Parser { lines, next: 0 };
-    match parser.block(0)? {
-        Value::Object(map) => Ok(map),
-        Value::Null => Ok(Map::new()),
-        _ => Err(parser.error(2, "the front matter must be a mapping")),
-    }
-}
-
-struct Parser<'a> {
-    lines: Vec<Line<'a>>,
-    next: usize,
-}
-
-impl Parser<'_> {
-    fn skip_blank(&mut self) {
-        while self.lines.get(self.next).is_some_and(|line| line.text.is_empty() || line.text.starts_with('#')) {
-            self.next += 1;
-        }
-    }
-
-    /// A mapping or list whose lines are indented at least `min_indent`.
-    fn block(&mut self, min_indent: usize) -> Result<Value, JsoncError> {
-        self.skip_blank();
-        let Some(first) = self.lines.get(self.next) else { return Ok(Value::Null) };
-        if first.indent < min_indent {
-            return Ok(Value::Null);
-        }
-        let indent = first.indent;
-        if first.text.starts_with("- ") || first.text == "-" {
-            return self.list(indent);
-        }
-        let mut map = Map::new();
-        loop {
-            self.skip_blank();
-            let Some(line) = self.lines.get(self.next) else { break };
-            if line.indent < indent {
-                break;
-            }
-            if line.indent > indent {
-                return Err(self.error(line.number, "unexpected indentation"));
-            }
-            let number = line.number;
-            let Some((key, rest)) = split_key(line.text) else {
-                return Err(self.error(number, "expected `key: value`"));
-            };
-            self.next += 1;
-            let value = match rest {
-                "" => self.block(indent + 1)?,
-                "|" | "|-" | ">" | ">-" => self.block_string(indent, rest.starts_with('>')),
-                scalar => parse_scalar(scalar).map_err(|message| self.error(number, &message))?,
-            };
-            map.insert(key, value);
-        }
-        Ok(Value::Object(map))
-    }
-
-    fn list(&mut self, indent: usize) -> Result<Value, JsoncError> {
-        let mut items = Vec::new();
-        loop {
-            self.skip_blank();
-            let Some(line) = self.lines.get(self.next) else { break };
-            if line.indent != indent || !(line.text.starts_with("- ") || line.text == "-") {
-                break;
-            }
-            let number = line.number;
-            let item = line.text[1..].trim();
-            self.next += 1;
-            items.push(parse_scalar(item).map_err(|message| self.error(number, &message))?);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn block_string(&mut self, indent: usize, folded: bool) -> Value {
-        let mut parts = Vec::new();
-        while let Some(line) = self.lines.get(self.next) {
-            if !line.text.is_empty() && line.indent <= indent {
-                break;
-            }
-            parts.push(line.text);
-            self.next += 1;
-        }
-        while parts.last().is_some_and(|part| part.is_empty()) {
-            parts.pop();
-        }
-        Value::String(parts.join(if folded { " " } else { "\n" }))
-    }
-
-    fn error(&self, line: usize, message: &str) -> JsoncError {
-        JsoncError { line, column: 1, message: message.to_owned() }
-    }
-}
-
-/// Splits `key: rest` (the key may be quoted); `None` when there is no `:` separator.
-fn split_key(text: &str) -> Option<(String, &str)> {
-    if let Some(quote) = text.chars().next().filter(|c| *c == '"' || *c == '\'') {
-        let end = text[1..].find(quote)? + 1;
-        let rest = text[end + 1..].trim_start().strip_prefix(':')?;
-        return Some((text[1..end].to_owned(), rest.trim()));
-    }
-    let colon = text.find(": ").or_else(|| text.ends_with(':').then(|| text.len() - 1))?;
-    Some((text[..colon].trim().to_owned(), text[colon + 1..].trim()))
-}
-
-fn parse_scalar(text: &str) -> Result<Value, String> {
-    let text = strip_comment(text);
-    if let Some(inner) = text.strip_prefix('"') {
-        return serde_json::from_str(text).map_err(|_| format!("unterminated string {inner}"));
-    }
-    if let Some(inner) = text.strip_prefix('\'') {
-        let inner = inner.strip_suffix('\'').ok_or_else(|| format!("unterminated string {text}"))?;
-        return Ok(Value::String(inner.replace("''", "'")));
-    }
-    if let Some(inner) = text.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or_else(|| format!("unterminated list {text}"))?;
-        let items: Result<Vec<Value>, String> =
-            inner.split(',').map(str::trim).filter(|item| !item.is_empty()).map(parse_scalar).collect();
-        return items.map(Value::Array);
-    }
-    Ok(match text {
-        "true" | "True" => Value::Bool(true),
-        "false" | "False" => Value::Bool(false),
-        "null" | "~" | "" => Value::Null,
-        _ => number(text).unwrap_or_else(|| Value::String(text.to_owned())),
-    })
-}
-
-fn number(text: &str) -> Option<Value> {
-    if let Ok(int) = text.parse::<i64>() {
-        return Some(Value::Number(int.into()));
-    }
-    text.parse::<f64>().ok().filter(|f| f.is_finite()).and_then(Number::from_f64).map(Value::Number)
-}
-
-/// Drops a trailing ` # comment` from a plain (unquoted) scalar.
-fn strip_comment(text: &str) -> &str {
-    if text.starts_with('"') || text.starts_with('\'') {
-        return text;
-    }
-    text.find(" #").map_or(text, |index| text[..index].trim_end())
 }
 
 #[cfg(test)]
@@ -224,24 +118,26 @@ mod tests {
     }
 
     #[test]
-    fn block_strings_and_lists() {
-        let map =
-            parse_yaml("description: |\n  line one\n  line two\nitems:\n  - a\n  - 2\ninline: [x, \"y\"]\n").unwrap();
-        assert_eq!(
-            Value::Object(map),
-            json!({"description": "line one\nline two", "items": ["a", 2], "inline": ["x", "y"]})
-        );
-    }
-
-    #[test]
     fn a_wrong_type_is_reported() {
         let err = agent_from_markdown("---\nmode: sometimes\n---\nhi").unwrap_err();
         assert!(err.message.starts_with("invalid agent front matter"), "{}", err.message);
     }
 
     #[test]
-    fn a_line_without_a_key_is_reported_with_its_line() {
-        let err = agent_from_markdown("---\ndescription: x\njust text\n---\n").unwrap_err();
-        assert_eq!((err.line, err.message.as_str()), (3, "expected `key: value`"));
+    fn malformed_yaml_is_reported_with_its_file_line() {
+        let err = agent_from_markdown("---\ndescription: x\n  bad: [\n---\n").unwrap_err();
+        assert_eq!(err.line, 3, "{err:?}");
+    }
+
+    #[test]
+    fn agent_and_mode_files_are_found_with_nested_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("agent/review")).unwrap();
+        std::fs::create_dir_all(dir.path().join("modes")).unwrap();
+        std::fs::write(dir.path().join("agent/review/strict.md"), "x").unwrap();
+        std::fs::write(dir.path().join("agent/a.md"), "x").unwrap();
+        std::fs::write(dir.path().join("modes/focus.md"), "x").unwrap();
+        let names: Vec<_> = agent_files(dir.path()).into_iter().map(|file| (file.name, file.primary)).collect();
+        assert_eq!(names, [("a".into(), false), ("review/strict".into(), false), ("focus".into(), true)]);
     }
 }

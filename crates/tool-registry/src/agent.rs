@@ -60,20 +60,6 @@ pub struct Agents {
     agents: IndexMap<String, Arc<Agent>>,
 }
 
-/// A malformed agent definition file.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid agent file {}: {reason}", path.display())]
-pub struct AgentFileError {
-    pub path: PathBuf,
-    pub reason: String,
-}
-
-impl AgentFileError {
-    pub fn hint(&self) -> &'static str {
-        "fix the YAML front matter between the leading `---` lines"
-    }
-}
-
 impl Agents {
     /// Built-in agents plus `configs` (from `opencode.json` `agent` and agent markdown files), with
     /// the user's top-level `permission` layered over every agent.
@@ -178,69 +164,6 @@ impl Agent {
     }
 }
 
-/// Reads agent definitions from `{agent,agents}/**/*.md` and `{mode,modes}/*.md` under `dir` (a config
-/// directory or a project's `.opencode`). The name is the path below that folder without `.md`.
-pub fn load_agent_files(dir: &Path) -> Result<IndexMap<String, AgentConfig>, AgentFileError> {
-    let mut found = IndexMap::new();
-    for folder in ["agent", "agents", "mode", "modes"] {
-        let root = dir.join(folder);
-        if !root.is_dir() {
-            continue;
-        }
-        let recursive = folder.starts_with("agent");
-        let walker =
-            ignore::WalkBuilder::new(&root).standard_filters(false).max_depth((!recursive).then_some(1)).build();
-        let mut files: Vec<PathBuf> = walker
-            .filter_map(Result::ok)
-            .map(ignore::DirEntry::into_path)
-            .filter(|path| path.extension().is_some_and(|ext| ext == "md") && path.is_file())
-            .collect();
-        files.sort();
-        for path in files {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|err| AgentFileError { path: path.clone(), reason: err.to_string() })?;
-            let mut config =
-                parse_agent_markdown(&text).map_err(|reason| AgentFileError { path: path.clone(), reason })?;
-            if folder.starts_with("mode") {
-                config.mode.get_or_insert(AgentMode::Primary);
-            }
-            let relative = path.strip_prefix(&root).unwrap_or(&path).with_extension("");
-            found.insert(relative.to_string_lossy().replace('\\', "/"), config);
-        }
-    }
-    Ok(found)
-}
-
-/// An agent markdown file: YAML front matter (agent configuration fields) and the prompt as body.
-pub fn parse_agent_markdown(text: &str) -> Result<AgentConfig, String> {
-    let (front, body) = split_front_matter(text);
-    let mut config: AgentConfig = match front {
-        Some(front) if !front.trim().is_empty() => serde_yaml_ng::from_str(front).map_err(|err| err.to_string())?,
-        _ => AgentConfig::default(),
-    };
-    let body = body.trim();
-    if !body.is_empty() {
-        config.prompt = Some(body.to_owned());
-    }
-    Ok(config)
-}
-
-/// Splits `---\n<yaml>\n---\n<body>`; text without front matter is all body.
-pub fn split_front_matter(text: &str) -> (Option<&str>, &str) {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
-        return (None, text);
-    };
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return (Some(&rest[..offset]), &rest[offset + line.len()..]);
-        }
-        offset += line.len();
-    }
-    (None, text)
-}
-
 fn rules(entries: &[(&str, &str, PermissionAction)]) -> Ruleset {
     Ruleset(entries.iter().map(|(permission, pattern, action)| Rule::new(*permission, *pattern, *action)).collect())
 }
@@ -313,28 +236,5 @@ fn builtin_description(name: &str) -> Option<&'static str> {
              patterns, search code for keywords, or answer questions about the codebase.",
         ),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn front_matter_and_prompt() {
-        let config = parse_agent_markdown(
-            "---\ndescription: Reviews code\nmode: subagent\ntools:\n  write: false\npermission:\n  bash:\n    \"*\": ask\n    \"git diff *\": allow\n---\nYou review code.\n",
-        )
-        .unwrap();
-        assert_eq!(config.description.as_deref(), Some("Reviews code"));
-        assert_eq!(config.mode, Some(AgentMode::Subagent));
-        assert_eq!(config.prompt.as_deref(), Some("You review code."));
-        assert_eq!(config.permission.unwrap().rules().len(), 2);
-    }
-
-    #[test]
-    fn text_without_front_matter_is_prompt() {
-        assert_eq!(split_front_matter("hello"), (None, "hello"));
-        assert_eq!(split_front_matter("---\na: 1\n---\nbody"), (Some("a: 1\n"), "body"));
     }
 }

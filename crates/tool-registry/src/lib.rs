@@ -25,11 +25,7 @@ pub mod tools;
 
 pub use agent::Agent;
 pub use agent::AgentDirs;
-pub use agent::AgentFileError;
 pub use agent::Agents;
-pub use agent::load_agent_files;
-pub use agent::parse_agent_markdown;
-pub use agent::split_front_matter;
 pub use error::PermissionFailure;
 pub use error::RegistryError;
 pub use error::ToolError;

@@ -67,9 +67,9 @@ pub fn discover(config_dirs: &[PathBuf], project: &Path, stop: Option<&Path>) ->
 
 fn load(path: &Path) -> Result<Skill, String> {
     let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
-    let (front, body) = crate::agent::split_front_matter(&text);
-    let front: FrontMatter =
-        serde_yaml_ng::from_str(front.ok_or("missing front matter")?).map_err(|err| err.to_string())?;
+    let (front, body) = opencode_config::split_front_matter(&text);
+    let front = opencode_config::front_matter(front.ok_or("missing front matter")?).map_err(|err| err.to_string())?;
+    let front: FrontMatter = serde_json::from_value(front).map_err(|err| err.to_string())?;
     Ok(Skill {
         name: front.name,
         description: front.description,

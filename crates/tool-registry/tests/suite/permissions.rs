@@ -94,7 +94,10 @@ fn builtin_agents_and_custom_agents_load() {
         "---\ndescription: Strict reviewer\nmode: subagent\ntools:\n  write: false\npermission:\n  bash:\n    \"*\": ask\n    \"git diff *\": allow\n---\nReview harshly.\n",
     )
     .unwrap();
-    let mut configs = opencode_tool_registry::load_agent_files(dir.path()).unwrap();
+    let env = opencode_config::Env::from_pairs([("OPENCODE_CONFIG_DIR", dir.path().to_str().unwrap())]);
+    let loaded = opencode_config::load(&opencode_config::LoadOptions::new(env, dir.path()));
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let mut configs = loaded.config.agent;
     let user: PermissionConfig = serde_json::from_str(r#"{"webfetch":"deny"}"#).unwrap();
     configs.insert("plan".into(), AgentConfig { model: Some("openai/gpt-5".into()), ..AgentConfig::default() });
     configs.insert("general".into(), AgentConfig { disable: Some(true), ..AgentConfig::default() });
