@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use opencode_config::{Env, Paths};
 
 use crate::CatalogError;
-use crate::models_dev::{self, ApiJson};
+use crate::models_dev::{self, ApiJson, RawApiJson};
 
 /// The bundled models.dev snapshot, gzip-compressed.
 pub const SNAPSHOT_GZ: &[u8] = include_bytes!("../data/models-dev.json.gz");
@@ -55,9 +55,12 @@ pub fn bundled_json() -> Result<Vec<u8>, CatalogError> {
 
 /// The bundled snapshot, parsed.
 pub fn bundled() -> Result<ApiJson, CatalogError> {
-    let json = bundled_json()?;
-    models_dev::parse(&json)
-        .map_err(|err| CatalogError::Load { origin: "bundled snapshot".into(), message: err.to_string() })
+    models_dev::parse(&bundled_json()?).map_err(|err| load_error(&CatalogOrigin::Bundled, &err.to_string()))
+}
+
+/// The bundled snapshot with each provider's models left as raw JSON.
+pub(crate) fn bundled_raw() -> Result<RawApiJson, CatalogError> {
+    models_dev::parse_raw(&bundled_json()?).map_err(|err| load_error(&CatalogOrigin::Bundled, &err.to_string()))
 }
 
 /// The best available catalog document without the network: `OPENCODE_MODELS_PATH`, the cache,
