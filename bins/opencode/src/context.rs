@@ -33,11 +33,11 @@ impl Context {
 
     /// The catalog (never from the network) with config applied.
     pub fn catalog(&self) -> Result<(Catalog, CatalogOrigin), CliError> {
-        let (api, origin, problems) = source::load(&self.paths, &self.env)?;
+        let (catalog, origin, problems) = source::load(&self.paths, &self.env)?;
         for problem in problems {
             eprintln!("warning: {problem}");
         }
-        let catalog = Catalog::from_models_dev(api).with_config(&self.loaded.config)?;
+        let catalog = catalog.with_config(&self.loaded.config)?;
         Ok((catalog, origin))
     }
 }

@@ -1,12 +1,16 @@
 //! The catalog: models.dev providers and models with config's custom providers and models merged
 //! over them, ready for lookup and routing.
 
+use std::ops::Deref;
+use std::sync::OnceLock;
+
 use indexmap::IndexMap;
 use opencode_config::{AuthInfo, Config, Env, ProviderOptionsConfig};
 use opencode_llm::Route;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::models_dev::{ApiJson, ModelInfo, ProviderInfo};
+use crate::models_dev::{ApiJson, ModelInfo, ProviderInfo, RawApiJson};
 use crate::options::{self, ModelOptions};
 use crate::route::{self, RoutePlan};
 use crate::status::{self, ModelStatus, Variant};
@@ -31,7 +35,16 @@ pub struct Provider {
     pub options: ProviderOptionsConfig,
     /// Whether the provider came from config only (not in models.dev).
     pub custom: bool,
-    pub models: IndexMap<String, Model>,
+    pub models: Models,
+}
+
+/// A provider's models by id (use it as the map it derefs to). From the bundled snapshot the map is
+/// parsed from raw JSON on first access, so a run pays only for the providers it touches.
+#[derive(Debug, Clone, Default)]
+pub struct Models {
+    parsed: OnceLock<IndexMap<String, Model>>,
+    /// The provider id and its models.dev `models` JSON, until parsed.
+    raw: Option<(String, Box<RawValue>)>,
 }
 
 /// One model as the catalog knows it.
@@ -63,10 +76,19 @@ pub struct ResolvedModel {
 impl Catalog {
     /// A catalog of exactly these models.dev providers.
     pub fn from_models_dev(api: ApiJson) -> Self {
+        Self::build(api, |id, models| Models::from(models_of(id, models)))
+    }
+
+    /// A catalog whose providers' models are parsed on first access.
+    pub(crate) fn from_raw(api: RawApiJson) -> Self {
+        Self::build(api, Models::raw)
+    }
+
+    fn build<M>(api: IndexMap<String, ProviderInfo<M>>, models: impl Fn(&str, M) -> Models) -> Self {
         let providers = api
             .into_iter()
             .map(|(id, info)| {
-                let provider = Provider::from_info(&id, info);
+                let provider = Provider::from_info(&id, info, &models);
                 (id, provider)
             })
             .collect();
@@ -182,15 +204,7 @@ impl Catalog {
 }
 
 impl Provider {
-    fn from_info(id: &str, info: ProviderInfo) -> Self {
-        let models = info
-            .models
-            .into_iter()
-            .map(|(model_id, model)| {
-                let entry = Model::new(id, &model_id, model);
-                (model_id, entry)
-            })
-            .collect();
+    fn from_info<M>(id: &str, info: ProviderInfo<M>, models: impl Fn(&str, M) -> Models) -> Self {
         Self {
             id: id.to_owned(),
             name: info.name,
@@ -200,7 +214,7 @@ impl Provider {
             doc: info.doc,
             options: ProviderOptionsConfig::default(),
             custom: false,
-            models,
+            models: models(id, info.models),
         }
     }
 
@@ -222,19 +236,26 @@ impl Provider {
             merge(&mut options, more);
         }
         self.options = serde_json::from_value(options).unwrap_or_else(|_| over.options.clone());
+        let mut models = std::mem::take(&mut self.models).into_map();
         for (model_id, partial) in &over.models {
-            self.apply_model(model_id, partial)?;
+            self.apply_model(&mut models, model_id, partial)?;
         }
         if !over.whitelist.is_empty() {
-            self.models.retain(|id, _| over.whitelist.contains(id));
+            models.retain(|id, _| over.whitelist.contains(id));
         }
-        self.models.retain(|id, _| !over.blacklist.contains(id));
+        models.retain(|id, _| !over.blacklist.contains(id));
+        self.models = models.into();
         Ok(())
     }
 
     /// Merges a partial models.dev-shaped model from config over the catalog's (or adds it).
-    fn apply_model(&mut self, model_id: &str, partial: &Map<String, Value>) -> Result<(), CatalogError> {
-        let mut value = match self.models.get(model_id) {
+    fn apply_model(
+        &self,
+        models: &mut IndexMap<String, Model>,
+        model_id: &str,
+        partial: &Map<String, Value>,
+    ) -> Result<(), CatalogError> {
+        let mut value = match models.get(model_id) {
             Some(existing) => serde_json::to_value(&existing.info).unwrap_or(Value::Null),
             None => serde_json::json!({"id": model_id, "name": model_id, "tool_call": true, "temperature": true}),
         };
@@ -244,7 +265,7 @@ impl Provider {
             model: model_id.to_owned(),
             message: err.to_string(),
         })?;
-        self.models.insert(model_id.to_owned(), Model::new(&self.id, model_id, info));
+        models.insert(model_id.to_owned(), Model::new(&self.id, model_id, info));
         Ok(())
     }
 }
@@ -263,6 +284,55 @@ impl Model {
     }
 }
 
+impl Models {
+    fn raw(provider: &str, json: Option<Box<RawValue>>) -> Self {
+        Self { parsed: OnceLock::new(), raw: json.map(|json| (provider.to_owned(), json)) }
+    }
+
+    fn into_map(self) -> IndexMap<String, Model> {
+        let Self { parsed, raw } = self;
+        parsed.into_inner().unwrap_or_else(|| parse_models(raw.as_ref()))
+    }
+}
+
+impl From<IndexMap<String, Model>> for Models {
+    fn from(models: IndexMap<String, Model>) -> Self {
+        Self { parsed: OnceLock::from(models), raw: None }
+    }
+}
+
+impl Deref for Models {
+    type Target = IndexMap<String, Model>;
+
+    fn deref(&self) -> &Self::Target {
+        self.parsed.get_or_init(|| parse_models(self.raw.as_ref()))
+    }
+}
+
+/// Parses a provider's raw `models` JSON. Only the bundled snapshot is loaded this way and the
+/// tests parse it whole, so a failure means a damaged build: it is logged and the provider has no
+/// models rather than failing every later lookup.
+fn parse_models(raw: Option<&(String, Box<RawValue>)>) -> IndexMap<String, Model> {
+    let Some((provider, json)) = raw else { return IndexMap::new() };
+    match serde_json::from_str(json.get()) {
+        Ok(models) => models_of(provider, models),
+        Err(err) => {
+            tracing::warn!(provider = %provider, error = %err, "the bundled catalog's models do not parse");
+            IndexMap::new()
+        }
+    }
+}
+
+fn models_of(provider: &str, models: IndexMap<String, ModelInfo>) -> IndexMap<String, Model> {
+    models
+        .into_iter()
+        .map(|(id, info)| {
+            let model = Model::new(provider, &id, info);
+            (id, model)
+        })
+        .collect()
+}
+
 fn merge(into: &mut Value, over: Value) {
     match (into, over) {
         (Value::Object(into), Value::Object(over)) => {
@@ -276,5 +346,26 @@ fn merge(into: &mut Value, over: Value) {
             }
         }
         (into, over) => *into = over,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_models_are_parsed_on_first_access() {
+        let json = RawValue::from_string(r#"{"m1": {"id": "m1", "name": "One"}}"#.to_owned()).unwrap();
+        let models = Models::raw("p", Some(json));
+        assert!(models.parsed.get().is_none());
+        assert_eq!(models.keys().collect::<Vec<_>>(), ["m1"]);
+        assert_eq!((models["m1"].provider.as_str(), models["m1"].info.name.as_str()), ("p", "One"));
+    }
+
+    #[test]
+    fn raw_models_that_do_not_parse_leave_the_provider_empty() {
+        let json = RawValue::from_string(r#"{"m1": {"limit": "big"}}"#.to_owned()).unwrap();
+        assert!(Models::raw("p", Some(json)).is_empty());
+        assert!(Models::raw("p", None).is_empty());
     }
 }

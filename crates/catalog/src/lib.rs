@@ -31,7 +31,7 @@ pub mod route;
 pub mod source;
 pub mod status;
 
-pub use catalog::{Catalog, Model, Provider, ResolvedModel};
+pub use catalog::{Catalog, Model, Models, Provider, ResolvedModel};
 pub use credentials::{Credential, CredentialOrigin};
 pub use error::CatalogError;
 pub use options::ModelOptions;
@@ -39,8 +39,8 @@ pub use route::RoutePlan;
 pub use status::{ModelStatus, Variant, Visibility};
 
 impl Catalog {
-    /// The catalog of the bundled snapshot alone.
+    /// The catalog of the bundled snapshot alone (each provider's models parsed on first access).
     pub fn bundled() -> Result<Self, CatalogError> {
-        Ok(Self::from_models_dev(source::bundled()?))
+        Ok(Self::from_raw(source::bundled_raw()?))
     }
 }

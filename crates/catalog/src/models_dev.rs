@@ -5,19 +5,28 @@
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The whole catalog document, providers in file order.
 pub type ApiJson = IndexMap<String, ProviderInfo>;
+
+/// The catalog document with each provider's `models` left as raw JSON, to be parsed on first use.
+pub(crate) type RawApiJson = IndexMap<String, ProviderInfo<Option<Box<RawValue>>>>;
 
 /// Parses an `api.json` document.
 pub fn parse(bytes: &[u8]) -> Result<ApiJson, serde_json::Error> {
     serde_json::from_slice(bytes)
 }
 
-/// One provider.
+/// Parses an `api.json` document's provider layer only (checking that it is well-formed JSON).
+pub(crate) fn parse_raw(bytes: &[u8]) -> Result<RawApiJson, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+/// One provider; `M` is how its models are held (parsed, or raw JSON in [`RawApiJson`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProviderInfo {
+pub struct ProviderInfo<M = IndexMap<String, ModelInfo>> {
     #[serde(default)]
     pub id: String,
     #[serde(default)]
@@ -34,7 +43,7 @@ pub struct ProviderInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc: Option<String>,
     #[serde(default)]
-    pub models: IndexMap<String, ModelInfo>,
+    pub models: M,
 }
 
 /// One model of a provider.

@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime};
 
 use opencode_config::{Env, Paths};
 
-use crate::CatalogError;
-use crate::models_dev::{self, ApiJson};
+use crate::models_dev::{self, ApiJson, RawApiJson};
+use crate::{Catalog, CatalogError};
 
 /// The bundled models.dev snapshot, gzip-compressed.
 pub const SNAPSHOT_GZ: &[u8] = include_bytes!("../data/models-dev.json.gz");
@@ -55,14 +55,18 @@ pub fn bundled_json() -> Result<Vec<u8>, CatalogError> {
 
 /// The bundled snapshot, parsed.
 pub fn bundled() -> Result<ApiJson, CatalogError> {
-    let json = bundled_json()?;
-    models_dev::parse(&json)
-        .map_err(|err| CatalogError::Load { origin: "bundled snapshot".into(), message: err.to_string() })
+    models_dev::parse(&bundled_json()?).map_err(|err| load_error(&CatalogOrigin::Bundled, &err.to_string()))
 }
 
-/// The best available catalog document without the network: `OPENCODE_MODELS_PATH`, the cache,
-/// the bundled snapshot. A source that fails to parse is skipped (its error is returned alongside).
-pub fn load(paths: &Paths, env: &Env) -> Result<(ApiJson, CatalogOrigin, Vec<CatalogError>), CatalogError> {
+/// The bundled snapshot with each provider's models left as raw JSON.
+pub(crate) fn bundled_raw() -> Result<RawApiJson, CatalogError> {
+    models_dev::parse_raw(&bundled_json()?).map_err(|err| load_error(&CatalogOrigin::Bundled, &err.to_string()))
+}
+
+/// The best catalog available without the network: `OPENCODE_MODELS_PATH`, the cache, else the
+/// bundled snapshot (read on demand). A source that fails to parse is skipped (its error is returned
+/// alongside).
+pub fn load(paths: &Paths, env: &Env) -> Result<(Catalog, CatalogOrigin, Vec<CatalogError>), CatalogError> {
     let mut problems = Vec::new();
     let candidates = env
         .get("OPENCODE_MODELS_PATH")
@@ -73,7 +77,7 @@ pub fn load(paths: &Paths, env: &Env) -> Result<(ApiJson, CatalogOrigin, Vec<Cat
         let (CatalogOrigin::File(path) | CatalogOrigin::Cache(path)) = &origin else { continue };
         match std::fs::read(path) {
             Ok(bytes) => match models_dev::parse(&bytes) {
-                Ok(api) if !api.is_empty() => return Ok((api, origin, problems)),
+                Ok(api) if !api.is_empty() => return Ok((Catalog::from_models_dev(api), origin, problems)),
                 Ok(_) => problems.push(load_error(&origin, "no providers")),
                 Err(err) => problems.push(load_error(&origin, &err.to_string())),
             },
@@ -81,7 +85,7 @@ pub fn load(paths: &Paths, env: &Env) -> Result<(ApiJson, CatalogOrigin, Vec<Cat
             Err(err) => problems.push(load_error(&origin, &err.to_string())),
         }
     }
-    Ok((bundled()?, CatalogOrigin::Bundled, problems))
+    Ok((Catalog::bundled()?, CatalogOrigin::Bundled, problems))
 }
 
 /// The URL a refresh downloads: `OPENCODE_MODELS_URL` (a base like `https://models.dev`, or a full

@@ -62,6 +62,26 @@ fn the_bundled_snapshot_routes_every_model() {
 }
 
 #[test]
+fn the_bundled_catalog_parsed_on_demand_equals_the_one_parsed_up_front() {
+    let on_demand = Catalog::bundled().unwrap();
+    let up_front = Catalog::from_models_dev(source::bundled().unwrap());
+    let ids = |catalog: &Catalog| catalog.providers().map(|p| p.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&on_demand), ids(&up_front));
+    for (lazy, eager) in on_demand.providers().zip(up_front.providers()) {
+        let models = |provider: &opencode_catalog::Provider| {
+            provider
+                .models
+                .values()
+                .map(|m| (m.id.clone(), m.api_id.clone(), m.info.clone(), m.status))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(models(lazy), models(eager), "provider {}", lazy.id);
+        assert_eq!((&lazy.name, &lazy.env, &lazy.npm, &lazy.api), (&eager.name, &eager.env, &eager.npm, &eager.api));
+    }
+    assert_eq!(on_demand.model_count(), 4803);
+}
+
+#[test]
 fn the_large_test_snapshot_routes_every_model() {
     let Some(fixtures) = opencode_mock_provider::require_fixtures() else { return };
     let bytes = std::fs::read(fixtures.join("models-dev/api.json")).unwrap();
