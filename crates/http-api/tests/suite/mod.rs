@@ -6,6 +6,7 @@ mod events;
 mod files;
 mod openapi;
 mod projects;
+mod sdk;
 mod sessions;
 
 use std::path::Path;
