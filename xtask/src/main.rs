@@ -39,6 +39,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-catalog", "catalog"),
     ("opencode-system-context", "reconcile"),
     ("opencode-session-store", "store"),
+    ("opencode-http-api", "serve"),
 ];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
