@@ -1,0 +1,175 @@
+//! The instance event bus behind `GET /event`: durable store events (through the store's after-commit
+//! hook) and the driver's live events are tagged with the directory of their session and broadcast, each
+//! serialised once as OpenCode's `{"id","type","properties"}`; subscribers keep what belongs to their
+//! instance directory.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+
+use opencode_session_store::Event;
+use opencode_session_store::EventHook;
+use opencode_session_store::Store;
+use opencode_session_store::id;
+use opencode_session_store::id::IdKind;
+use serde_json::Value;
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::mpsc;
+
+use crate::driver::LiveEvent;
+
+/// One event ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BusEvent {
+    /// The instance directory it belongs to; `None` for server-wide events.
+    pub directory: Option<String>,
+    pub kind: String,
+    /// `{"id","type","properties"}` as sent in the SSE `data:` line.
+    pub json: String,
+    /// For durable events: the store's event (session, sequence number, data) as JSON.
+    pub durable: Option<Durable>,
+}
+
+/// A durable event's place in its session's log, and its stored form for `/api/session/{id}/event`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Durable {
+    pub session_id: String,
+    pub seq: i64,
+    pub json: String,
+}
+
+/// Fan-out of events to SSE subscribers. Cheap to clone.
+#[derive(Clone)]
+pub struct EventBus {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    out: broadcast::Sender<Arc<BusEvent>>,
+    pending: mpsc::UnboundedSender<Pending>,
+    /// Session id -> directory, learnt from session events and store reads.
+    directories: Mutex<HashMap<String, String>>,
+}
+
+struct Pending {
+    kind: String,
+    properties: Value,
+    durable: Option<Durable>,
+}
+
+/// Events a slow subscriber may fall behind by before it skips ahead.
+const CAPACITY: usize = 4096;
+
+impl EventBus {
+    /// A bus whose events are routed using `store` to find each session's directory. Must be called
+    /// inside a tokio runtime (it spawns the router task).
+    pub fn new(store: Arc<Store>) -> Self {
+        let (pending, rx) = mpsc::unbounded_channel();
+        let inner = Arc::new(Inner { out: broadcast::channel(CAPACITY).0, pending, directories: Mutex::default() });
+        tokio::spawn(route(Arc::downgrade(&inner), rx, store));
+        Self { inner }
+    }
+
+    /// The hook to install with [`Store::set_event_hook`]: every committed event is published.
+    pub fn store_hook(&self) -> EventHook {
+        let sender = self.inner.pending.clone();
+        Arc::new(move |events: &[Event]| {
+            for event in events {
+                // A closed channel means the server stopped; there is nobody to tell.
+                let durable = Durable {
+                    session_id: event.session_id.clone(),
+                    seq: event.seq,
+                    json: serde_json::to_string(event).unwrap_or_default(),
+                };
+                let pending =
+                    Pending { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
+                let _stopped = sender.send(pending);
+            }
+        })
+    }
+
+    /// Publishes a live event of the driver (routed by `properties.sessionID`).
+    pub fn publish_live(&self, event: LiveEvent) {
+        let _stopped =
+            self.inner.pending.send(Pending { kind: event.kind, properties: event.properties, durable: None });
+    }
+
+    /// Publishes an event whose directory is known (or `None` for every subscriber), bypassing routing.
+    pub fn publish(&self, directory: Option<String>, kind: &str, properties: Value) {
+        let _no_subscribers = self.inner.out.send(Arc::new(encode(directory, kind, properties)));
+    }
+
+    /// Receives every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<BusEvent>> {
+        self.inner.out.subscribe()
+    }
+
+    /// Remembers a session's directory (saves a store read when its events arrive).
+    pub fn remember(&self, session_id: &str, directory: &str) {
+        self.inner
+            .directories
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session_id.to_owned(), directory.to_owned());
+    }
+}
+
+/// Builds the wire form of an event.
+pub fn encode(directory: Option<String>, kind: &str, properties: Value) -> BusEvent {
+    let json = json!({ "id": id::ascending(IdKind::Event), "type": kind, "properties": properties }).to_string();
+    BusEvent { directory, kind: kind.to_owned(), json, durable: None }
+}
+
+/// OpenCode's `properties` for a durable event: the stored data, with `sessionID` added when missing.
+fn properties_of(event: &Event) -> Value {
+    let mut properties = event.data.clone();
+    if let Value::Object(map) = &mut properties
+        && !map.contains_key("sessionID")
+    {
+        map.insert("sessionID".to_owned(), Value::String(event.session_id.clone()));
+    }
+    properties
+}
+
+/// Tags each pending event with its session's directory, in arrival order, and broadcasts it.
+async fn route(inner: std::sync::Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Pending>, store: Arc<Store>) {
+    while let Some(pending) = rx.recv().await {
+        let Some(inner) = inner.upgrade() else { return };
+        let directory = directory_of(&inner, &store, &pending).await;
+        if directory.is_none() && pending.properties.get("sessionID").is_some() && pending.durable.is_none() {
+            // The session is gone (or never existed): no instance may see its live events.
+            continue;
+        }
+        // A durable event of an unknown session still reaches session streams, but no instance stream.
+        let directory = directory.or_else(|| pending.durable.as_ref().map(|_| String::new()));
+        let mut event = encode(directory, &pending.kind, pending.properties);
+        event.durable = pending.durable;
+        let _no_subscribers = inner.out.send(Arc::new(event));
+    }
+}
+
+async fn directory_of(inner: &Inner, store: &Arc<Store>, pending: &Pending) -> Option<String> {
+    let session_id = pending.properties.get("sessionID").and_then(Value::as_str)?.to_owned();
+    if let Some(directory) = pending.properties.pointer("/info/directory").and_then(Value::as_str) {
+        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id, directory.to_owned());
+        return Some(directory.to_owned());
+    }
+    let known = inner.directories.lock().unwrap_or_else(PoisonError::into_inner).get(&session_id).cloned();
+    if known.is_some() {
+        return known;
+    }
+    let store = Arc::clone(store);
+    let lookup = session_id.clone();
+    let found = tokio::task::spawn_blocking(move || store.read(|r| r.session(&lookup)))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .flatten()
+        .map(|session| session.directory);
+    if let Some(directory) = &found {
+        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id, directory.clone());
+    }
+    found
+}

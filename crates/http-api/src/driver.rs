@@ -1,0 +1,256 @@
+//! The seam to the session runtime: [`SessionDriver`] admits prompts, runs them, interrupts drains and
+//! streams live events. The server serves everything else from durable state in the store; only these
+//! operations need a runtime. [`crate::EchoDriver`] is a complete reference implementation for tests
+//! and benchmarks; [`UnavailableDriver`] answers every prompt with 503 until a runtime is plugged in.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use opencode_session_store::Delivery;
+use opencode_session_store::MessageWithParts;
+use opencode_session_store::Part;
+use opencode_session_store::Session;
+use opencode_session_store::SessionInput;
+use opencode_session_store::StoredPermission;
+use opencode_session_store::id;
+use opencode_session_store::id::IdKind;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// A boxed, sendable future (the trait is used as `Arc<dyn SessionDriver>`).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the HTTP layer needs from the session runtime.
+pub trait SessionDriver: Send + Sync + 'static {
+    /// Admits `request` durably, runs the session until the reply to it is finished, and returns the
+    /// assistant message with its parts (`POST /session/{id}/message`).
+    fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>>;
+
+    /// Admits `request` durably with `delivery` and returns as soon as the admission is durable; execution
+    /// continues in the background (`prompt_async`, `POST /api/session/{id}/prompt`).
+    fn prompt_async(
+        &self,
+        session: Session,
+        request: PromptRequest,
+        delivery: Delivery,
+    ) -> BoxFuture<'_, Result<SessionInput, DriverError>>;
+
+    /// Interrupts the session's active drain; interrupting an idle or unknown session is a no-op.
+    fn interrupt(&self, session_id: String) -> BoxFuture<'_, Result<(), DriverError>>;
+
+    /// Called after a permission reply was stored, so that a waiting tool call can continue.
+    fn permission_replied(&self, _permission: StoredPermission) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// Live (not necessarily durable) events: `session.status`, `session.idle`, `message.part.delta`, ...
+    /// `None` when the driver has none.
+    fn subscribe(&self) -> Option<broadcast::Receiver<LiveEvent>>;
+
+    /// Sessions that are not idle, with their status (`GET /session/status`).
+    fn statuses(&self) -> BTreeMap<String, SessionStatus> {
+        BTreeMap::new()
+    }
+}
+
+/// A live event from the runtime, published on `/event` beside the store's durable events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveEvent {
+    /// OpenCode's event type, e.g. `message.part.delta`.
+    pub kind: String,
+    /// The event's `properties`; `properties.sessionID` routes it to the session's directory.
+    pub properties: Value,
+}
+
+/// `SessionStatus`: `{type: idle}`, `{type: busy}` or `{type: retry, attempt, message, next}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SessionStatus {
+    Idle,
+    Busy,
+    Retry { attempt: u32, message: String, next: i64 },
+}
+
+/// Why the runtime refused or failed a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DriverError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The body of `POST /session/{id}/message` and `prompt_async` (OpenCode 1.x field names).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PromptRequest {
+    /// The user message id to use (an exact retry reuses it).
+    #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<PromptModel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Only record the message; do not run a provider turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_reply: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<BTreeMap<String, bool>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    pub parts: Vec<PartInput>,
+}
+
+impl PromptRequest {
+    /// A prompt of one text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            parts: vec![PartInput::Text(TextPartInput { text: text.into(), ..TextPartInput::default() })],
+            ..Self::default()
+        }
+    }
+
+    /// The text parts joined by newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                PartInput::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// `{providerID, modelID}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PromptModel {
+    #[serde(rename = "providerID")]
+    pub provider_id: String,
+    #[serde(rename = "modelID")]
+    pub model_id: String,
+}
+
+/// One part of a prompt: text, file, agent mention or subtask.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PartInput {
+    Text(TextPartInput),
+    File(FilePartInput),
+    Agent(AgentPartInput),
+    Subtask(SubtaskPartInput),
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextPartInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilePartInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub mime: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPartInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubtaskPartInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub prompt: String,
+    pub description: String,
+    pub agent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<PromptModel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+/// A driver for servers without a session runtime: every prompt is answered with 503, interrupts are
+/// no-ops (there is nothing running).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnavailableDriver;
+
+const NO_RUNTIME: &str = "this server has no session runtime: prompts cannot run (durable routes still work)";
+
+impl SessionDriver for UnavailableDriver {
+    fn prompt(&self, _: Session, _: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
+        Box::pin(async { Err(DriverError::Unavailable(NO_RUNTIME.to_owned())) })
+    }
+
+    fn prompt_async(
+        &self,
+        _: Session,
+        _: PromptRequest,
+        _: Delivery,
+    ) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
+        Box::pin(async { Err(DriverError::Unavailable(NO_RUNTIME.to_owned())) })
+    }
+
+    fn interrupt(&self, _: String) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<LiveEvent>> {
+        None
+    }
+}
+
+/// The stored part a prompt part becomes in the user message `message_id` (a new `prt_` id unless the
+/// client chose one).
+pub fn part_from_input(input: &PartInput, session_id: &str, message_id: &str) -> Result<Part, DriverError> {
+    let mut value = serde_json::to_value(input).map_err(|err| DriverError::Invalid(format!("prompt part: {err}")))?;
+    if let Value::Object(map) = &mut value {
+        if !map.get("id").is_some_and(Value::is_string) {
+            map.insert("id".to_owned(), Value::String(id::ascending(IdKind::Part)));
+        }
+        map.insert("sessionID".to_owned(), Value::String(session_id.to_owned()));
+        map.insert("messageID".to_owned(), Value::String(message_id.to_owned()));
+    }
+    serde_json::from_value(value).map_err(|err| DriverError::Invalid(format!("prompt part: {err}")))
+}

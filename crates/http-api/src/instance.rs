@@ -1,0 +1,186 @@
+//! Per-directory instance contexts. Every request names a directory (`?directory=`, the
+//! `x-opencode-directory` header, or the server's default); the instance for it knows its worktree and
+//! project (created in the store on first use) and loads its configuration and catalog lazily, once.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::PoisonError;
+
+use opencode_catalog::Catalog;
+use opencode_config::Env;
+use opencode_config::LoadOptions;
+use opencode_config::LoadedConfig;
+use opencode_config::Paths;
+use opencode_session_store::Project;
+use opencode_session_store::ProjectTime;
+use opencode_session_store::Store;
+
+use crate::error::ApiError;
+
+/// The project id OpenCode gives folders outside git (and repositories without commits).
+pub const GLOBAL_PROJECT: &str = "global";
+
+/// One directory's context.
+pub struct Instance {
+    /// The directory requests run in (canonical when it exists).
+    pub directory: PathBuf,
+    /// The enclosing git worktree, or the directory itself outside git.
+    pub worktree: PathBuf,
+    pub project: Project,
+    env: Env,
+    paths: Paths,
+    config: OnceLock<Arc<LoadedConfig>>,
+    catalog: OnceLock<Result<Arc<Catalog>, String>>,
+    models: Arc<ModelsSource>,
+}
+
+impl Instance {
+    /// The merged configuration for this directory (loaded on first use; blocking).
+    pub fn config(&self) -> Arc<LoadedConfig> {
+        Arc::clone(self.config.get_or_init(|| {
+            let mut options = LoadOptions::new(self.env.clone(), &self.directory);
+            options.paths = self.paths.clone();
+            Arc::new(opencode_config::load(&options))
+        }))
+    }
+
+    /// The catalog with this directory's configuration applied (loaded on first use; blocking).
+    pub fn catalog(&self) -> Result<Arc<Catalog>, ApiError> {
+        self.catalog
+            .get_or_init(|| {
+                let base = self.models.get(&self.paths, &self.env)?;
+                (*base).clone().with_config(&self.config().config).map(Arc::new).map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|err| ApiError::Internal(format!("cannot load the model catalog: {err}")))
+    }
+
+    /// The directory as the API spells it.
+    pub fn directory_str(&self) -> String {
+        self.directory.to_string_lossy().into_owned()
+    }
+
+    /// Whether sessions of this instance are listed by directory as well as by project (folders outside
+    /// git share the `global` project).
+    pub fn is_global(&self) -> bool {
+        self.project.id == GLOBAL_PROJECT
+    }
+}
+
+/// The instances of one server, created on first use and kept.
+pub struct Instances {
+    store: Arc<Store>,
+    env: Env,
+    paths: Paths,
+    by_directory: Mutex<HashMap<PathBuf, Arc<Instance>>>,
+    models: Arc<ModelsSource>,
+}
+
+impl Instances {
+    pub fn new(store: Arc<Store>, env: Env, paths: Paths) -> Self {
+        Self { store, env, paths, by_directory: Mutex::default(), models: Arc::new(ModelsSource::default()) }
+    }
+
+    /// The instance for `directory` (which must be absolute). Blocking on first use of a directory.
+    pub fn get(&self, directory: &Path) -> Result<Arc<Instance>, ApiError> {
+        if !directory.is_absolute() {
+            return Err(ApiError::bad(format!("directory {:?} must be an absolute path", directory.display())));
+        }
+        if let Some(found) = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner).get(directory) {
+            return Ok(Arc::clone(found));
+        }
+        let canonical = directory.canonicalize().unwrap_or_else(|_| directory.to_path_buf());
+        let worktree = opencode_config::find_worktree(&canonical).unwrap_or_else(|| canonical.clone());
+        let project = self.project_for(&worktree)?;
+        let instance = Arc::new(Instance {
+            directory: canonical,
+            worktree,
+            project,
+            env: self.env.clone(),
+            paths: self.paths.clone(),
+            config: OnceLock::new(),
+            catalog: OnceLock::new(),
+            models: Arc::clone(&self.models),
+        });
+        let mut map = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(Arc::clone(map.entry(directory.to_path_buf()).or_insert(instance)))
+    }
+
+    /// The stored project of `worktree`, created (or refreshed) in the store.
+    fn project_for(&self, worktree: &Path) -> Result<Project, ApiError> {
+        let (id, vcs, tree) = match root_commit(worktree) {
+            Some(commit) => (commit, Some("git".to_owned()), worktree.to_string_lossy().into_owned()),
+            None => (GLOBAL_PROJECT.to_owned(), None, "/".to_owned()),
+        };
+        let project = self.store.write(|tx| {
+            if let Some(existing) = tx.reader().project(&id)? {
+                return Ok(existing);
+            }
+            let now = tx.now();
+            let project = Project {
+                id: id.clone(),
+                worktree: tree,
+                vcs,
+                name: None,
+                icon: None,
+                commands: None,
+                time: ProjectTime { created: now, updated: now, initialized: None },
+                sandboxes: vec![],
+            };
+            tx.upsert_project(&project)?;
+            Ok(project)
+        })?;
+        Ok(project)
+    }
+}
+
+/// The catalog before configuration, read once per server (file, cache or bundled snapshot; never the
+/// network).
+#[derive(Default)]
+struct ModelsSource {
+    base: OnceLock<Result<Arc<Catalog>, String>>,
+}
+
+impl ModelsSource {
+    fn get(&self, paths: &Paths, env: &Env) -> Result<Arc<Catalog>, String> {
+        self.base
+            .get_or_init(|| {
+                opencode_catalog::source::load(paths, env)
+                    .map(|(catalog, _origin, problems)| {
+                        for problem in problems {
+                            tracing::warn!(%problem, "model catalog source skipped");
+                        }
+                        Arc::new(catalog)
+                    })
+                    .map_err(|err| err.to_string())
+            })
+            .clone()
+    }
+}
+
+/// The repository's first root commit (OpenCode's project id), if `worktree` is a git repository with
+/// commits and git is installed.
+fn root_commit(worktree: &Path) -> Option<String> {
+    if !worktree.join(".git").exists() {
+        return None;
+    }
+    let output = Command::new("git")
+        .args(["rev-list", "--max-parents=0", "--all"])
+        .current_dir(worktree)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(output.stdout).ok()?;
+    let mut roots: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    roots.sort_unstable();
+    roots.first().map(|root| (*root).to_owned())
+}

@@ -1,0 +1,204 @@
+//! Server-sent event streams: `/event` (one instance: `server.connected` first, then its events and a
+//! `server.heartbeat` every 10 s), `/global/event` (every instance) and `/api/session/{id}/event`
+//! (durable replay after `?after=N`, then the live tail of that session's durable events). Streams end
+//! when the server shuts down.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::response::Response;
+use axum::response::sse::Event as SseEvent;
+use axum::response::sse::Sse;
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+
+use super::Op;
+use crate::bus::BusEvent;
+use crate::bus::encode;
+use crate::error::ApiError;
+use crate::extract::Dir;
+use crate::extract::P;
+use crate::extract::Q;
+use crate::routes::session::session;
+use crate::state::AppState;
+
+pub(super) fn ops() -> Vec<Op> {
+    vec![
+        Op::get("/event", "event.subscribe", "Events of the instance (SSE)", instance_events).returns_sse(),
+        Op::get("/global/event", "global.event", "Events of every instance (SSE)", global_events).returns_sse(),
+        Op::get(
+            "/api/session/{sessionID}/event",
+            "v2.session.events",
+            "Durable events after ?after=N, then live (SSE)",
+            session_events,
+        )
+        .query(&["after"])
+        .returns_sse(),
+    ]
+}
+
+/// How often an idle stream says it is alive.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(10);
+/// Durable events read from the store per replay page.
+const REPLAY_PAGE: usize = 500;
+
+async fn instance_events(State(s): State<AppState>, Dir(i): Dir) -> Response {
+    // Subscribe before the body starts so that nothing published after this request is missed.
+    let rx = s.inner.bus.subscribe();
+    sse(feed(rx, Some(i.directory_str()), s.inner.shutdown.clone()))
+}
+
+async fn global_events(State(s): State<AppState>) -> Response {
+    let rx = s.inner.bus.subscribe();
+    sse(feed(rx, None, s.inner.shutdown.clone()))
+}
+
+#[derive(Debug, Deserialize)]
+struct AfterQuery {
+    #[serde(default)]
+    after: Option<i64>,
+}
+
+async fn session_events(
+    State(s): State<AppState>,
+    P(id): P<String>,
+    Q(q): Q<AfterQuery>,
+) -> Result<Response, ApiError> {
+    session(&s, &id).await?;
+    let rx = s.inner.bus.subscribe();
+    let after = q.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::bad("after must be 0 or more"));
+    }
+    Ok(sse(durable_feed(s.clone(), id, after, rx)))
+}
+
+fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+    let mut response = Sse::new(stream).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+struct Feed {
+    rx: broadcast::Receiver<Arc<BusEvent>>,
+    directory: Option<String>,
+    shutdown: watch::Receiver<bool>,
+    heartbeat: tokio::time::Interval,
+    first: Option<String>,
+}
+
+/// `server.connected`, then every bus event for `directory` (all when `None`), with heartbeats.
+fn feed(
+    rx: broadcast::Receiver<Arc<BusEvent>>,
+    directory: Option<String>,
+    shutdown: watch::Receiver<bool>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+    let heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    let first = Some(encode(None, "server.connected", json!({})).json);
+    let state = Feed { rx, directory, shutdown, heartbeat, first };
+    futures_util::stream::unfold(state, |mut feed| async move {
+        if let Some(first) = feed.first.take() {
+            return Some((Ok(SseEvent::default().data(first)), feed));
+        }
+        loop {
+            let next = tokio::select! {
+                _ = feed.shutdown.wait_for(|stop| *stop) => Next::Stop,
+                _ = feed.heartbeat.tick() => Next::Send(encode(None, "server.heartbeat", json!({})).json),
+                received = feed.rx.recv() => match received {
+                    Ok(event) if visible(&event, feed.directory.as_deref()) => Next::Send(event.json.clone()),
+                    Ok(_) => Next::Skip,
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, "an event subscriber fell behind; events skipped");
+                        Next::Skip
+                    }
+                    Err(RecvError::Closed) => Next::Stop,
+                },
+            };
+            match next {
+                Next::Send(data) => return Some((Ok(SseEvent::default().data(data)), feed)),
+                Next::Skip => {}
+                Next::Stop => return None,
+            }
+        }
+    })
+}
+
+enum Next {
+    Send(String),
+    Skip,
+    Stop,
+}
+
+fn visible(event: &BusEvent, directory: Option<&str>) -> bool {
+    match (directory, event.directory.as_deref()) {
+        (None, Some("")) => false,
+        (None, _) | (_, None) => true,
+        (Some(wanted), Some(actual)) => wanted == actual,
+    }
+}
+
+struct DurableFeed {
+    state: AppState,
+    session: String,
+    last: i64,
+    replaying: bool,
+    backlog: std::collections::VecDeque<(i64, String, String)>,
+    rx: broadcast::Receiver<Arc<BusEvent>>,
+}
+
+/// The session's durable events after `after` from the store, then live ones from the bus (deduplicated
+/// by sequence number, so the hand-over neither skips nor repeats).
+fn durable_feed(
+    state: AppState,
+    session: String,
+    after: i64,
+    rx: broadcast::Receiver<Arc<BusEvent>>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+    let mut shutdown = state.inner.shutdown.clone();
+    let feed = DurableFeed { state, session, last: after, replaying: true, backlog: Default::default(), rx };
+    let stream = futures_util::stream::unfold(feed, |mut feed| async move {
+        loop {
+            if let Some((seq, kind, data)) = feed.backlog.pop_front() {
+                feed.last = seq;
+                return Some((Ok(SseEvent::default().id(seq.to_string()).event(kind).data(data)), feed));
+            }
+            if feed.replaying {
+                let (id, after) = (feed.session.clone(), feed.last);
+                let page = feed.state.read(move |r| r.events_after(&id, after, REPLAY_PAGE)).await.ok()?;
+                feed.replaying = page.len() == REPLAY_PAGE;
+                for event in page {
+                    let json = serde_json::to_string(&event).unwrap_or_default();
+                    feed.backlog.push_back((event.seq, event.kind, json));
+                }
+                continue;
+            }
+            match feed.rx.recv().await {
+                Ok(event) => {
+                    if let Some(durable) = &event.durable
+                        && durable.session_id == feed.session
+                        && durable.seq > feed.last
+                    {
+                        feed.backlog.push_back((durable.seq, event.kind.clone(), durable.json.clone()));
+                    }
+                }
+                // Fell behind the bus: catch up from the store, which has everything.
+                Err(RecvError::Lagged(_)) => feed.replaying = true,
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    let stop = async move {
+        let _closed = shutdown.wait_for(|stop| *stop).await;
+    };
+    futures_util::StreamExt::take_until(stream, stop)
+}

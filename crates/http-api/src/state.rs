@@ -1,0 +1,85 @@
+//! What every handler shares: the store, the driver, the event bus, the instances, the options.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use opencode_config::Env;
+use opencode_config::Paths;
+use opencode_session_store::Reader;
+use opencode_session_store::Store;
+use opencode_session_store::StoreError;
+use opencode_session_store::Tx;
+use tokio::sync::watch;
+
+use crate::bus::EventBus;
+use crate::driver::SessionDriver;
+use crate::error::ApiError;
+use crate::instance::Instances;
+use crate::options::ServerOptions;
+
+/// What the server is built from; the caller owns the store and the runtime.
+pub struct ServerContext {
+    pub store: Arc<Store>,
+    pub driver: Arc<dyn SessionDriver>,
+    pub env: Env,
+    pub paths: Paths,
+    /// The instance directory of requests that name none (OpenCode uses the server's working directory).
+    pub directory: PathBuf,
+    /// Install the bus as the store's event hook (the store has one hook; turn this off when the runtime
+    /// owns it and forwards durable events through [`SessionDriver::subscribe`]).
+    pub install_store_hook: bool,
+}
+
+impl ServerContext {
+    pub fn new(store: Arc<Store>, driver: Arc<dyn SessionDriver>, env: Env, paths: Paths, directory: PathBuf) -> Self {
+        Self { store, driver, env, paths, directory, install_store_hook: true }
+    }
+}
+
+/// The router's state. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub store: Arc<Store>,
+    pub driver: Arc<dyn SessionDriver>,
+    pub bus: EventBus,
+    pub instances: Instances,
+    pub default_directory: PathBuf,
+    pub options: ServerOptions,
+    pub env: Env,
+    pub paths: Paths,
+    /// Turns true when the server shuts down (ends SSE streams so that shutdown can finish).
+    pub shutdown: watch::Receiver<bool>,
+    /// `http://host:port`, for share links.
+    pub base_url: String,
+}
+
+impl AppState {
+    /// Runs a read on a blocking thread.
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Reader<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let store = Arc::clone(&self.inner.store);
+        blocking(move || store.read(f).map_err(ApiError::from)).await
+    }
+
+    /// Runs a write transaction on a blocking thread.
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let store = Arc::clone(&self.inner.store);
+        blocking(move || store.write(f).map_err(ApiError::from)).await
+    }
+}
+
+/// Runs blocking work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|err| ApiError::Internal(format!("request worker stopped: {err}")))?
+}
