@@ -91,6 +91,7 @@ impl Coordinator {
 
 /// Runs drains for `session` until no follow-up is pending, then reports the outcome.
 async fn run(inner: Arc<Inner>, session: String, mut cancel: CancellationToken) {
+    let mut last = DrainOutcome::Idle;
     loop {
         // A drain that panics must not leave the session marked active forever.
         let drain = tokio::spawn(crate::runner::drain(Arc::clone(&inner), session.clone(), cancel.clone()));
@@ -98,6 +99,10 @@ async fn run(inner: Arc<Inner>, session: String, mut cancel: CancellationToken) 
             message: format!("the session drain failed unexpectedly: {err}"),
             hint: "retry; if it persists, report it with the log".to_owned(),
         });
+        // A follow-up that found nothing to do does not hide what the drain before it did.
+        if outcome != DrainOutcome::Idle {
+            last = outcome;
+        }
         let mut slots = inner.coordinator.lock();
         let Some(slot) = slots.get_mut(&session) else { return };
         if slot.pending_wake {
@@ -107,7 +112,7 @@ async fn run(inner: Arc<Inner>, session: String, mut cancel: CancellationToken) 
             continue;
         }
         if let Some(slot) = slots.remove(&session) {
-            slot.done.send_replace(Some(outcome));
+            slot.done.send_replace(Some(last));
         }
         drop(slots);
         inner.publish(RuntimeEvent::Status { session_id: session, status: SessionStatus::Idle });

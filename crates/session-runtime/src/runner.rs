@@ -501,6 +501,8 @@ impl Runner {
         while let Some(settled) = tools.join_next().await {
             settled.map_err(|err| RuntimeError::internal(format!("a tool task failed: {err}")))??;
         }
+        // An interrupt that arrived while tools ran (after the stream closed) interrupts the turn too.
+        out.interrupted |= self.cancel.is_cancelled();
         if out.error.is_some() || out.interrupted {
             let reason = if out.interrupted { opencode_session_store::INTERRUPTED_TOOL_ERROR } else { NO_TOOL_RESULT };
             for part in parts.unsettled_tools(reason) {

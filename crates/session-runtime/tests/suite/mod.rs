@@ -1,0 +1,7 @@
+mod admission;
+mod compaction;
+mod context;
+mod interrupt;
+mod loop_;
+mod recovery;
+mod support;
