@@ -19,8 +19,12 @@ fn main() -> ExitCode {
 }
 
 /// Every benchmark program: (package, bench target).
-const BENCHES: &[(&str, &str)] =
-    &[("opencode-llm", "llm"), ("opencode-system-context", "reconcile"), ("opencode-session-store", "store")];
+const BENCHES: &[(&str, &str)] = &[
+    ("opencode-llm", "llm"),
+    ("opencode-system-context", "reconcile"),
+    ("opencode-session-store", "store"),
+    ("opencode-tool-registry", "tools"),
+];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
 fn bench(extra: &[String]) -> ExitCode {

@@ -1,0 +1,69 @@
+//! Built-in tools. Each module is one tool; [`builtin`] registers the standard set.
+
+pub mod apply_patch;
+pub mod bash;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod list;
+pub mod read;
+pub mod write;
+
+pub use bash::EnvOverlay;
+pub use bash::NoEnv;
+
+use std::sync::Arc;
+
+use crate::error::RegistryError;
+use crate::registry::ToolRegistry;
+use crate::tool::typed;
+
+/// Registers the filesystem and shell tools (`read`, `write`, `edit`, `apply_patch`, `glob`,
+/// `grep`, `list`, `bash`). Auxiliary tools need services and are registered by the caller.
+pub fn register_filesystem_and_shell(
+    registry: &ToolRegistry,
+    env: Arc<dyn bash::EnvOverlay>,
+) -> Result<(), RegistryError> {
+    registry.register(typed(bash::Bash::new(env)))?;
+    registry.register(typed(read::Read))?;
+    registry.register(typed(glob::Glob))?;
+    registry.register(typed(grep::Grep))?;
+    registry.register(typed(list::List))?;
+    registry.register(typed(edit::Edit))?;
+    registry.register(typed(write::Write))?;
+    registry.register(typed(apply_patch::ApplyPatch))?;
+    Ok(())
+}
+
+/// Reads an authorized file as UTF-8 text (model-correctable failures).
+pub(crate) fn read_text(
+    ctx: &crate::tool::ToolContext,
+    resolved: &crate::location::ResolvedPath,
+) -> Result<String, crate::error::ToolError> {
+    use std::io::Read as _;
+    let mut file = ctx.location.open_read(resolved)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|err| crate::error::io_model_error("read", &resolved.path, &err))?;
+    String::from_utf8(bytes).map_err(|_| {
+        crate::error::ToolError::model(format!("{} is not UTF-8 text", ctx.location.display(&resolved.path)))
+    })
+}
+
+/// Asks `edit` permission for paths (shown relative to the Location).
+pub(crate) async fn ask_edit(
+    ctx: &crate::tool::ToolContext,
+    paths: &[String],
+    diff: Option<String>,
+) -> Result<(), crate::error::ToolError> {
+    let mut metadata = serde_json::Map::new();
+    if let Some(diff) = diff {
+        metadata.insert("diff".into(), diff.into());
+    }
+    ctx.ask(crate::pending::PermissionAsk {
+        permission: "edit".into(),
+        patterns: paths.to_vec(),
+        always: vec!["*".into()],
+        metadata,
+    })
+    .await
+}

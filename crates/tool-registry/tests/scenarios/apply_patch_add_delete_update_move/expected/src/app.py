@@ -1,0 +1,5 @@
+def hello():
+    print("Hi")
+
+def greet():
+    print("Hello")

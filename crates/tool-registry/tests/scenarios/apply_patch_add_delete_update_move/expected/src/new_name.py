@@ -1,0 +1,2 @@
+value = 2
+other = 0
