@@ -29,6 +29,9 @@ pub enum RuntimeError {
     /// The agent named by the prompt or session does not exist.
     #[error("unknown agent {name:?} (known: {known})")]
     UnknownAgent { name: String, known: String },
+    /// A Location's tools could not be set up.
+    #[error("tools unavailable: {0}")]
+    Tools(String),
     /// The prompt is not usable.
     #[error("invalid prompt: {0}")]
     InvalidPrompt(String),
@@ -57,6 +60,7 @@ impl RuntimeError {
             Self::Context(err) => err.hint(),
             Self::NoModel { .. } => "pass a model as provider/model, or set `model` in opencode.json",
             Self::UnknownAgent { .. } => "use one of the listed agents, or define it under `agent` in opencode.json",
+            Self::Tools(_) => "check that the project directory and the data directory exist and are writable",
             Self::InvalidPrompt(_) => "send a prompt with text or at least one file",
             Self::Compaction(_) => "start a new session, or pick a model with a larger context window",
             Self::Moved { .. } => "run the session again; it continues in its new directory",

@@ -41,7 +41,7 @@ pub trait LocationFactory: Send + Sync {
     fn open(&self, directory: &Path) -> Result<Location>;
 }
 
-type ToolsFor = Arc<dyn Fn(&Path) -> Arc<dyn ToolHost> + Send + Sync>;
+type ToolsFor = Arc<dyn Fn(&Path) -> Result<Arc<dyn ToolHost>> + Send + Sync>;
 
 /// The standard Location: the built-in Context Sources (environment, host-local date, ambient
 /// instructions from `AGENTS.md`/`CLAUDE.md` and config `instructions`) and the tools `tools` builds
@@ -68,7 +68,7 @@ impl StandardLocations {
             env,
             instructions: config.instructions.clone(),
             date: DateSource::host_local(),
-            tools: Arc::new(|_| Arc::new(NoTools)),
+            tools: Arc::new(|_| Ok(Arc::new(NoTools))),
         }
     }
 
@@ -78,8 +78,8 @@ impl StandardLocations {
         self
     }
 
-    /// Builds each Location's tools with `tools`.
-    pub fn with_tools(mut self, tools: impl Fn(&Path) -> Arc<dyn ToolHost> + Send + Sync + 'static) -> Self {
+    /// Builds each Location's tools with `tools` (for example [`crate::RegistryTools::standard`]).
+    pub fn with_tools(mut self, tools: impl Fn(&Path) -> Result<Arc<dyn ToolHost>> + Send + Sync + 'static) -> Self {
         self.tools = Arc::new(tools);
         self
     }
@@ -102,6 +102,6 @@ impl LocationFactory for StandardLocations {
         });
         let context = SystemContextRegistry::new();
         let contributions = builtin::register_builtins(&context, environment, self.date.clone(), instructions)?;
-        Ok(Location { directory: directory.to_path_buf(), context, tools: (self.tools)(directory), contributions })
+        Ok(Location { directory: directory.to_path_buf(), context, tools: (self.tools)(directory)?, contributions })
     }
 }

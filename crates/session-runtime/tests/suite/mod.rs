@@ -4,4 +4,5 @@ mod context;
 mod interrupt;
 mod loop_;
 mod recovery;
+mod registry;
 mod support;
