@@ -24,6 +24,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-system-context", "reconcile"),
     ("opencode-session-store", "store"),
     ("opencode-tool-registry", "tools"),
+    ("opencode-session-runtime", "turn"),
 ];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
