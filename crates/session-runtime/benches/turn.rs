@@ -1,0 +1,157 @@
+//! Runtime overhead per provider turn: from a tool call arriving at the end of turn k's stream to the
+//! request of turn k+1 being sent (tool settlement, boundary, context reconcile, history reload,
+//! request building), with 100 and 1,000 messages of history. A no-op tool; the mock answers at once.
+//!
+//! `cargo bench -p opencode-session-runtime --bench turn`
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use futures_util::future::BoxFuture;
+use opencode_config::Config;
+use opencode_config::Paths;
+use opencode_llm::LlmRequest;
+use opencode_llm::ToolDefinition;
+use opencode_mock_provider::MockProvider;
+use opencode_mock_provider::MockResponse;
+use opencode_session_runtime::FnTools;
+use opencode_session_runtime::Hooks;
+use opencode_session_runtime::PromptRequest;
+use opencode_session_runtime::SessionRuntime;
+use opencode_session_runtime::StandardLocations;
+use opencode_session_runtime::ToolInvocation;
+use opencode_session_runtime::TurnInfo;
+use opencode_session_store::CreatedTime;
+use opencode_session_store::MessageInfo;
+use opencode_session_store::ModelRef;
+use opencode_session_store::Part;
+use opencode_session_store::PartKind;
+use opencode_session_store::UserMessage;
+use opencode_session_store::id;
+use serde_json::json;
+
+const TURNS: usize = 200;
+
+/// Records when a tool call starts (end of a stream) and when the next request is about to go out.
+#[derive(Default)]
+struct Clock {
+    tool_at: Mutex<Option<Instant>>,
+    gaps: Mutex<Vec<f64>>,
+}
+
+impl Hooks for Clock {
+    fn chat_params<'a>(&'a self, _turn: &'a TurnInfo, _request: &'a mut LlmRequest) -> BoxFuture<'a, ()> {
+        if let Some(at) = self.tool_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            self.gaps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(at.elapsed().as_secs_f64() * 1e3);
+        }
+        Box::pin(async {})
+    }
+
+    fn tool_before<'a>(&'a self, _turn: &'a TurnInfo, _call: &'a mut ToolInvocation) -> BoxFuture<'a, ()> {
+        *self.tool_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        Box::pin(async {})
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        println!("runtime overhead per turn (tool call received -> next request sent), {TURNS} turns");
+        for history in [100, 1_000] {
+            let gaps = measure(history).await?;
+            println!(
+                "  {history:>5} messages of history: p50 {:.2} ms, p90 {:.2} ms, min {:.2} ms",
+                pct(&gaps, 50),
+                pct(&gaps, 90),
+                gaps[0]
+            );
+        }
+        Ok(())
+    })
+}
+
+async fn measure(history: usize) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+    let mock = MockProvider::start().await?;
+    let root = tempfile::tempdir()?;
+    let project = root.path().join("project");
+    std::fs::create_dir_all(&project)?;
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+            "models": {"m": {"tool_call": true, "limit": {"context": 10000000, "output": 4096}}}}}
+    }))?;
+    let paths = Paths::under(&root.path().join("data"));
+    let store = Arc::new(opencode_session_store::Store::open(paths.database())?);
+    let tools = FnTools::new().tool(ToolDefinition::new("noop", "Does nothing", json!({"type": "object"})), |_, _| {
+        Box::pin(async { Ok("ok".to_owned()) })
+    });
+    let clock = Arc::new(Clock::default());
+    let rt = SessionRuntime::builder(
+        Arc::clone(&store),
+        opencode_llm::LlmClient::new()?,
+        Arc::new(opencode_catalog::Catalog::default().with_config(&config)?),
+        Arc::new(config.clone()),
+        paths.clone(),
+    )
+    .locations(
+        StandardLocations::new(&config, paths, Default::default()).with_tools(move |_| Ok(Arc::new(tools.clone()))),
+    )
+    .hooks(Arc::clone(&clock) as Arc<dyn Hooks>)
+    .build();
+    let session = rt.create_session(&project, Default::default()).await?;
+    seed(&store, &session.id, history)?;
+    for turn in 0..TURNS {
+        let call = json!({"index": 0, "id": format!("call_{turn}"), "type": "function", "function": {"name": "noop", "arguments": "{}"}});
+        mock.push(MockResponse::sse([
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).to_string(),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
+            "[DONE]".to_owned(),
+        ]));
+    }
+    mock.push(MockResponse::sse([
+        json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}).to_string(),
+        "[DONE]".to_owned(),
+    ]));
+    rt.run(PromptRequest::text(&session.id, "go")).await?;
+    let mut gaps = clock.gaps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    gaps.sort_by(f64::total_cmp);
+    Ok(gaps)
+}
+
+/// `count` user messages with one text part each, written directly.
+fn seed(store: &opencode_session_store::Store, session: &str, count: usize) -> opencode_session_store::Result<()> {
+    store.write(|tx| {
+        for i in 0..count {
+            let message_id = id::ascending(id::IdKind::Message);
+            tx.append_message(&MessageInfo::User(UserMessage {
+                id: message_id.clone(),
+                session_id: session.to_owned(),
+                time: CreatedTime { created: tx.now() },
+                format: None,
+                summary: None,
+                agent: "build".into(),
+                model: ModelRef { provider_id: "mock".into(), model_id: "m".into(), variant: None },
+                system: None,
+                tools: None,
+            }))?;
+            tx.upsert_part(&Part {
+                id: id::ascending(id::IdKind::Part),
+                session_id: session.to_owned(),
+                message_id,
+                kind: PartKind::Text {
+                    text: format!("message {i}: {}", "lorem ipsum ".repeat(20)),
+                    synthetic: None,
+                    ignored: None,
+                    time: None,
+                    metadata: None,
+                },
+            })?;
+        }
+        Ok(())
+    })
+}
+
+fn pct(sorted: &[f64], p: usize) -> f64 {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
+}

@@ -1,0 +1,93 @@
+//! `opencode-session-runtime`: turns admitted prompts into provider turns, durably.
+//!
+//! - **Admission is separate from execution.** [`SessionRuntime::prompt`] writes one durable
+//!   `session_input` row (steer by default, or queue), then schedules an advisory wake. Reusing a
+//!   prompt id is an exact retry only when session, prompt and delivery match.
+//! - **One drain per session, many sessions at once.** A process-global run coordinator serialises
+//!   drains per session id, coalesces wakes into one follow-up drain, and interrupts the active drain
+//!   ([`SessionRuntime::interrupt`]; idle or unknown sessions are a no-op).
+//! - **Safe Provider-Turn Boundaries.** Before every provider call the runner fences on the session's
+//!   Location, initialises the Context Epoch before the first promotion, promotes steers (and one
+//!   queued prompt when the session would otherwise go idle), reconciles the System Context into at
+//!   most one Mid-Conversation System Message, reloads projected history, and makes exactly one
+//!   `llm.stream(request)`. Local tool calls run through a [`ToolHost`] with the turn's agent pinned.
+//! - **Compaction and recovery.** Requests that would not fit are compacted first (an anchored summary
+//!   turn without tools, then a new epoch); an overflow before any output compacts once and retries
+//!   once; retryable failures are retried a bounded number of times. After a crash, tool calls left
+//!   running are failed as interrupted, never re-run, and admitted prompts stay pending.
+//! - **Events.** Durable store events and live deltas on one bus ([`SessionRuntime::subscribe`]).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), opencode_session_runtime::RuntimeError> {
+//! use std::sync::Arc;
+//! use opencode_session_runtime::{PromptRequest, SessionRuntime};
+//!
+//! let paths = opencode_config::Paths::from_env();
+//! let store = Arc::new(opencode_session_store::Store::open(paths.database())?);
+//! let catalog = Arc::new(opencode_catalog::Catalog::bundled()?);
+//! let config = Arc::new(opencode_config::Config::default());
+//! let llm = opencode_llm::LlmClient::new().map_err(opencode_session_runtime::RuntimeError::Provider)?;
+//! let runtime = SessionRuntime::builder(store, llm, catalog, config, paths)
+//!     .env(opencode_config::Env::from_process())
+//!     .build();
+//! let session = runtime.create_session(std::path::Path::new("."), Default::default()).await?;
+//! let mut prompt = PromptRequest::text(&session.id, "Say hi");
+//! prompt.model = Some(opencode_session_runtime::ModelChoice::parse("anthropic/claude-haiku-4-5")?);
+//! let result = runtime.run(prompt).await?;
+//! println!("{:?}, cost ${:.4}", result.outcome, result.session.cost);
+//! # Ok(())
+//! # }
+//! ```
+
+mod agent;
+pub mod compaction;
+mod coordinator;
+mod epoch;
+mod error;
+mod events;
+mod history;
+mod hooks;
+mod location;
+mod registry;
+mod runner;
+mod runtime;
+mod store;
+mod tools;
+
+pub use agent::AgentProfile;
+pub use agent::AgentSet;
+pub use agent::DEFAULT_AGENT;
+pub use compaction::CompactionSettings;
+pub use coordinator::DrainOutcome;
+pub use error::Result;
+pub use error::RuntimeError;
+pub use events::DeltaKind;
+pub use events::RuntimeEvent;
+pub use events::SessionStatus;
+pub use history::PromptFile;
+pub use history::StoredPrompt;
+pub use hooks::Hooks;
+pub use hooks::TurnInfo;
+pub use location::Location;
+pub use location::LocationFactory;
+pub use location::StandardLocations;
+pub use opencode_session_store::Delivery;
+pub use registry::RegistryTools;
+pub use runner::DEFAULT_SYSTEM_PROMPT;
+pub use runner::MAX_STEPS_PROMPT;
+pub use runtime::GLOBAL_PROJECT;
+pub use runtime::ModelChoice;
+pub use runtime::PromptRequest;
+pub use runtime::Receipt;
+pub use runtime::RunResult;
+pub use runtime::RuntimeBuilder;
+pub use runtime::RuntimeOptions;
+pub use runtime::SessionRuntime;
+pub use tools::FnTools;
+pub use tools::NoTools;
+pub use tools::ToolFuture;
+pub use tools::ToolHost;
+pub use tools::ToolInvocation;
+pub use tools::ToolResult;
+pub use tools::ToolRunContext;
+pub use tools::ToolStatus;

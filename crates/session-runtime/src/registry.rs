@@ -1,0 +1,108 @@
+//! The adapter from the runner's [`ToolHost`] seam to `opencode-tool-registry`: definitions per
+//! agent, and execution through the registry (bounding, managed output files, Location authority,
+//! permissions asked under the issuing turn's agent, doom-loop detection).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use opencode_config::Config;
+use opencode_config::Paths;
+use opencode_llm::ToolDefinition;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
+use opencode_tool_registry::NoProgress;
+use opencode_tool_registry::OutputStore;
+use opencode_tool_registry::Permissions;
+use opencode_tool_registry::SettlementStatus;
+use opencode_tool_registry::ToolCall;
+use opencode_tool_registry::ToolContext;
+use opencode_tool_registry::ToolRegistry;
+
+use crate::agent::AgentProfile;
+use crate::error::Result;
+use crate::error::RuntimeError;
+use crate::tools::ToolHost;
+use crate::tools::ToolInvocation;
+use crate::tools::ToolResult;
+use crate::tools::ToolRunContext;
+use crate::tools::ToolStatus;
+
+/// A Location's tool registry as the runner's tool host.
+#[derive(Debug, Clone)]
+pub struct RegistryTools {
+    registry: Arc<ToolRegistry>,
+    agents: Arc<Agents>,
+    permissions: Arc<Permissions>,
+}
+
+impl RegistryTools {
+    pub fn new(registry: Arc<ToolRegistry>, agents: Arc<Agents>, permissions: Arc<Permissions>) -> Self {
+        Self { registry, agents, permissions }
+    }
+
+    /// The standard tools (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`, `list`, `bash`) of
+    /// `directory`, with OpenCode's agents and `config`'s permissions. `permissions` holds pending
+    /// requests; share one across Locations so a client can answer them.
+    pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
+        let tool_output = paths.tool_output_dir();
+        let location = opencode_tool_registry::Location::new(directory, &tool_output)
+            .map_err(|err| RuntimeError::Tools(format!("cannot open {}: {err}", directory.display())))?;
+        let output = OutputStore::new(&tool_output, config.tool_output.unwrap_or_default());
+        let registry = ToolRegistry::new(location, output).map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        opencode_tool_registry::tools::register_filesystem_and_shell(
+            &registry,
+            Arc::new(opencode_tool_registry::tools::NoEnv),
+        )
+        .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        let dirs = AgentDirs {
+            tool_output,
+            tmp: Some(std::env::temp_dir()),
+            plans: paths.plans_dir(),
+            skills: Vec::new(),
+            home: None,
+        };
+        let agents = Agents::new(&dirs, config.permission.as_ref(), &config.agent);
+        Ok(Self::new(Arc::new(registry), Arc::new(agents), permissions))
+    }
+}
+
+impl ToolHost for RegistryTools {
+    fn definitions(&self, agent: &AgentProfile) -> Vec<ToolDefinition> {
+        self.agents.get(&agent.name).map(|agent| self.registry.definitions(&agent)).unwrap_or_default()
+    }
+
+    fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let Some(agent) = self.agents.get(&ctx.agent.name) else {
+                return ToolResult::error(format!("agent {} is not known to the tool registry", ctx.agent.name));
+            };
+            let context = ToolContext {
+                session_id: ctx.session_id.clone(),
+                message_id: ctx.message_id.clone(),
+                call_id: ctx.call_id.clone(),
+                agent,
+                location: Arc::clone(self.registry.location()),
+                cancel: ctx.cancel.clone(),
+                permissions: Arc::clone(&self.permissions),
+                progress: Arc::new(NoProgress),
+                output: self.registry.output().clone(),
+            };
+            let call = ToolCall { call_id: call.call_id.clone(), name: call.name.clone(), input: call.input.clone() };
+            match self.registry.execute(&call, &context).await {
+                Ok(settlement) => ToolResult {
+                    status: match settlement.status {
+                        SettlementStatus::Completed => ToolStatus::Completed,
+                        SettlementStatus::Error => ToolStatus::Error,
+                        SettlementStatus::Interrupted => ToolStatus::Interrupted,
+                    },
+                    title: settlement.title,
+                    output: settlement.text,
+                    metadata: settlement.metadata,
+                    managed_path: settlement.managed_path,
+                },
+                Err(err) => ToolResult::error(err.to_string()),
+            }
+        })
+    }
+}

@@ -1,0 +1,423 @@
+//! [`SessionRuntime`]: the public face. Admission (durable first, then an advisory wake), interrupt,
+//! waiting for idle, manual compaction, the event bus, and session creation for callers that do not
+//! manage projects themselves.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use opencode_catalog::Catalog;
+use opencode_config::AuthStore;
+use opencode_config::Config;
+use opencode_config::Env;
+use opencode_config::Paths;
+use opencode_llm::LlmClient;
+use opencode_session_store::Delivery;
+use opencode_session_store::NewSession;
+use opencode_session_store::Project;
+use opencode_session_store::ProjectTime;
+use opencode_session_store::Session;
+use opencode_session_store::SessionInput;
+use opencode_session_store::SessionModel;
+use opencode_session_store::Store;
+use tokio::sync::broadcast;
+
+use crate::agent::AgentSet;
+use crate::compaction::CompactionSettings;
+use crate::coordinator::Coordinator;
+use crate::coordinator::DrainOutcome;
+use crate::error::Result;
+use crate::error::RuntimeError;
+use crate::events::EventBus;
+use crate::events::RuntimeEvent;
+use crate::history::PromptFile;
+use crate::history::StoredPrompt;
+use crate::hooks::Hooks;
+use crate::location::Location;
+use crate::location::LocationFactory;
+use crate::location::StandardLocations;
+use crate::store::blocking;
+
+/// The project sessions are filed under when the caller does not manage projects.
+pub const GLOBAL_PROJECT: &str = "global";
+
+/// Tuning of the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Provider attempts per turn for retryable failures that happen before any output (bounded:
+    /// the client has already retried the request phase).
+    pub max_attempts: u32,
+    /// Delay before the first runtime retry; doubles per attempt, capped by `retry_max_delay`.
+    pub retry_base_delay: Duration,
+    pub retry_max_delay: Duration,
+    /// Events buffered per subscriber before it lags.
+    pub event_capacity: usize,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            retry_base_delay: Duration::from_secs(2),
+            retry_max_delay: Duration::from_secs(30),
+            event_capacity: 4096,
+        }
+    }
+}
+
+/// A model choice: `provider/model`, optionally with a variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub model: String,
+    pub variant: Option<String>,
+}
+
+impl ModelChoice {
+    /// Parses `provider/model` (the model part may contain further `/`).
+    pub fn parse(reference: &str) -> Result<Self> {
+        match reference.split_once('/') {
+            Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+                Ok(Self { provider: provider.to_owned(), model: model.to_owned(), variant: None })
+            }
+            _ => Err(RuntimeError::InvalidPrompt(format!("model {reference:?} is not of the form provider/model"))),
+        }
+    }
+}
+
+/// One prompt to admit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptRequest {
+    pub session_id: String,
+    /// Reusing an id is an exact retry when session, prompt and delivery match.
+    pub prompt_id: Option<String>,
+    pub text: String,
+    pub files: Vec<PromptFile>,
+    pub delivery: Delivery,
+    /// Switches the session's agent for the next provider turn.
+    pub agent: Option<String>,
+    /// Switches the session's model for the next provider turn.
+    pub model: Option<ModelChoice>,
+    /// Admit without scheduling a drain.
+    pub admit_only: bool,
+}
+
+impl PromptRequest {
+    /// A steering text prompt for `session_id`.
+    pub fn text(session_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            session_id: session_id.into(),
+            prompt_id: None,
+            text: text.into(),
+            files: Vec::new(),
+            delivery: Delivery::Steer,
+            agent: None,
+            model: None,
+            admit_only: false,
+        }
+    }
+
+    pub fn queued(mut self) -> Self {
+        self.delivery = Delivery::Queue;
+        self
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.prompt_id = Some(id.into());
+        self
+    }
+}
+
+/// The durable admission of a prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Receipt {
+    pub input: SessionInput,
+    /// This was an exact retry of an earlier admission; nothing new was written or scheduled twice.
+    pub retried: bool,
+}
+
+/// What [`SessionRuntime::run`] ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub receipt: Receipt,
+    pub outcome: DrainOutcome,
+    /// The session after the run (cost and token totals included).
+    pub session: Session,
+}
+
+/// Builds a [`SessionRuntime`].
+pub struct RuntimeBuilder {
+    store: Arc<Store>,
+    llm: LlmClient,
+    catalog: Arc<Catalog>,
+    config: Arc<Config>,
+    paths: Paths,
+    env: Env,
+    locations: Option<Arc<dyn LocationFactory>>,
+    hooks: Option<Arc<dyn Hooks>>,
+    options: RuntimeOptions,
+}
+
+impl RuntimeBuilder {
+    /// Opens Locations with this factory (default: [`StandardLocations`] without tools).
+    pub fn locations(mut self, locations: impl LocationFactory + 'static) -> Self {
+        self.locations = Some(Arc::new(locations));
+        self
+    }
+
+    /// Calls these hooks (default: none, at no cost).
+    pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    pub fn options(mut self, options: RuntimeOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The process environment the runtime reads credentials and flags from (default: empty).
+    pub fn env(mut self, env: Env) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Builds the runtime and routes the store's committed events onto its bus (the store's event hook
+    /// is replaced).
+    pub fn build(self) -> SessionRuntime {
+        let locations = self
+            .locations
+            .unwrap_or_else(|| Arc::new(StandardLocations::new(&self.config, self.paths.clone(), self.env.clone())));
+        let inner = Arc::new(Inner {
+            agents: AgentSet::from_config(&self.config),
+            compaction: CompactionSettings::from_config(&self.config),
+            auth: AuthStore::new(self.paths.auth_file(), &self.env),
+            store: self.store,
+            llm: self.llm,
+            catalog: self.catalog,
+            config: self.config,
+            env: self.env,
+            location_factory: locations,
+            locations: Mutex::new(HashMap::new()),
+            hooks: self.hooks,
+            bus: EventBus::new(self.options.event_capacity),
+            coordinator: Coordinator::default(),
+            options: self.options,
+        });
+        let weak = Arc::downgrade(&inner);
+        inner.store.set_event_hook(Arc::new(move |events| {
+            if let Some(inner) = weak.upgrade() {
+                for event in events {
+                    inner.publish(RuntimeEvent::Durable(event.clone()));
+                }
+            }
+        }));
+        SessionRuntime { inner }
+    }
+}
+
+/// The session runtime. Cheap to clone; one per process.
+#[derive(Clone)]
+pub struct SessionRuntime {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SessionRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRuntime").field("active", &self.active()).finish_non_exhaustive()
+    }
+}
+
+impl SessionRuntime {
+    /// Starts building a runtime over a store, an LLM client, the catalog and configuration.
+    pub fn builder(
+        store: Arc<Store>,
+        llm: LlmClient,
+        catalog: Arc<Catalog>,
+        config: Arc<Config>,
+        paths: Paths,
+    ) -> RuntimeBuilder {
+        RuntimeBuilder {
+            store,
+            llm,
+            catalog,
+            config,
+            paths,
+            env: Env::default(),
+            locations: None,
+            hooks: None,
+            options: RuntimeOptions::default(),
+        }
+    }
+
+    /// The store the runtime writes to (for reads: history, events after N, sessions).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    /// Subscribes to the event bus: durable events after their commit, plus live deltas and status.
+    pub fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
+        self.inner.bus.subscribe()
+    }
+
+    /// Creates a session in `directory` under the [`GLOBAL_PROJECT`] (created if missing). Passing the
+    /// id of an existing session adopts it.
+    pub async fn create_session(&self, directory: &Path, new: NewSession) -> Result<Session> {
+        let store = Arc::clone(&self.inner.store);
+        let directory = directory.display().to_string();
+        blocking(move || {
+            store.write(|tx| {
+                let project =
+                    if new.project_id.is_empty() { GLOBAL_PROJECT.to_owned() } else { new.project_id.clone() };
+                if project == GLOBAL_PROJECT && tx.reader().project(GLOBAL_PROJECT)?.is_none() {
+                    let time = ProjectTime { created: tx.now(), updated: tx.now(), initialized: None };
+                    tx.upsert_project(&Project {
+                        id: GLOBAL_PROJECT.to_owned(),
+                        worktree: "/".to_owned(),
+                        vcs: None,
+                        name: None,
+                        icon: None,
+                        commands: None,
+                        time,
+                        sandboxes: Vec::new(),
+                    })?;
+                }
+                tx.create_session(NewSession { project_id: project, directory, ..new })
+            })
+        })
+        .await
+    }
+
+    /// Admits one prompt durably, then schedules an advisory wake unless `admit_only`.
+    pub async fn prompt(&self, request: PromptRequest) -> Result<Receipt> {
+        if request.text.trim().is_empty() && request.files.is_empty() {
+            return Err(RuntimeError::InvalidPrompt("the prompt has neither text nor files".to_owned()));
+        }
+        if let Some(agent) = &request.agent {
+            self.inner.agents.get(Some(agent))?;
+        }
+        if let Some(model) = &request.model {
+            self.inner.catalog.model(&model.provider, &model.model)?;
+        }
+        let prompt = serde_json::to_value(StoredPrompt { text: request.text, files: request.files })
+            .map_err(RuntimeError::internal)?;
+        let store = Arc::clone(&self.inner.store);
+        let (session, id, delivery) = (request.session_id.clone(), request.prompt_id, request.delivery);
+        let (agent, model) = (request.agent, request.model);
+        let admission = blocking(move || {
+            store.write(|tx| {
+                let admission = tx.admit_input(&session, id, prompt, delivery)?;
+                if !admission.retried && (agent.is_some() || model.is_some()) {
+                    tx.update_session(&session, |s| {
+                        if agent.is_some() {
+                            s.agent = agent;
+                        }
+                        if let Some(model) = model {
+                            s.model = Some(SessionModel {
+                                id: model.model,
+                                provider_id: model.provider,
+                                variant: model.variant,
+                            });
+                        }
+                    })?;
+                }
+                Ok(admission)
+            })
+        })
+        .await?;
+        if !request.admit_only {
+            self.wake(&request.session_id);
+        }
+        Ok(Receipt { input: admission.input, retried: admission.retried })
+    }
+
+    /// Admits a prompt, waits until the session is idle, and reports how the run ended. This is what
+    /// `opencode run` calls.
+    pub async fn run(&self, request: PromptRequest) -> Result<RunResult> {
+        let session_id = request.session_id.clone();
+        let receipt = self.prompt(PromptRequest { admit_only: false, ..request }).await?;
+        let outcome = self.wait_idle(&session_id).await.unwrap_or(DrainOutcome::Idle);
+        let store = Arc::clone(&self.inner.store);
+        let session = blocking(move || {
+            store.read(|r| {
+                r.session(&session_id)?.ok_or_else(|| opencode_session_store::StoreError::NotFound {
+                    kind: "session",
+                    id: session_id.clone(),
+                })
+            })
+        })
+        .await?;
+        Ok(RunResult { receipt, outcome, session })
+    }
+
+    /// Schedules a drain of the session (coalesced with a running one). A drain with nothing admitted
+    /// returns at once.
+    pub fn wake(&self, session_id: &str) {
+        Coordinator::wake(&self.inner, session_id, false);
+    }
+
+    /// Interrupts the session's active drain. Returns `false`, doing nothing, when it is idle or unknown.
+    pub fn interrupt(&self, session_id: &str) -> bool {
+        self.inner.coordinator.interrupt(session_id)
+    }
+
+    /// Waits until the session has no active drain; the outcome of the drain that was running, or `None`.
+    pub async fn wait_idle(&self, session_id: &str) -> Option<DrainOutcome> {
+        self.inner.coordinator.wait_idle(session_id).await
+    }
+
+    /// Compacts the session now (serialised with its drains) and waits for it.
+    pub async fn compact(&self, session_id: &str) -> Option<DrainOutcome> {
+        Coordinator::wake(&self.inner, session_id, true);
+        self.wait_idle(session_id).await
+    }
+
+    /// Sessions with an active drain.
+    pub fn active(&self) -> Vec<String> {
+        self.inner.coordinator.active()
+    }
+}
+
+/// Everything a drain needs, shared.
+pub(crate) struct Inner {
+    pub(crate) store: Arc<Store>,
+    pub(crate) llm: LlmClient,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) env: Env,
+    pub(crate) auth: AuthStore,
+    pub(crate) agents: AgentSet,
+    pub(crate) compaction: CompactionSettings,
+    location_factory: Arc<dyn LocationFactory>,
+    locations: Mutex<HashMap<PathBuf, Arc<Location>>>,
+    pub(crate) hooks: Option<Arc<dyn Hooks>>,
+    bus: EventBus,
+    pub(crate) coordinator: Coordinator,
+    pub(crate) options: RuntimeOptions,
+}
+
+impl Inner {
+    /// Sends an event to the bus and the hooks.
+    pub(crate) fn publish(&self, event: RuntimeEvent) {
+        if let Some(hooks) = &self.hooks {
+            hooks.event(&event);
+        }
+        self.bus.send(event);
+    }
+
+    /// The Location of `directory`, opened once.
+    pub(crate) fn location(&self, directory: &str) -> Result<Arc<Location>> {
+        let key = PathBuf::from(directory);
+        let mut locations = self.locations.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(location) = locations.get(&key) {
+            return Ok(Arc::clone(location));
+        }
+        let location = Arc::new(self.location_factory.open(&key)?);
+        locations.insert(key, Arc::clone(&location));
+        Ok(location)
+    }
+}

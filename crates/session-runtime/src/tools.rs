@@ -1,0 +1,202 @@
+//! The tool seam: what the runner needs from a Location's tools, and an in-memory implementation.
+//!
+//! [`ToolHost`] is deliberately small: the definitions an agent's model may see, and the execution of
+//! one call into one bounded, settled [`ToolResult`]. The tool registry implements it for real tools
+//! (bounding, managed output files, Location authority, permissions, doom-loop detection); programs
+//! embedding the runtime can bring their own with [`FnTools`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use opencode_config::ToolOutputConfig;
+use opencode_llm::ToolDefinition;
+use serde_json::Map;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::AgentProfile;
+
+/// A local tool call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInvocation {
+    pub call_id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// What a call runs with. `agent` is the effective agent of the provider turn that issued the call,
+/// pinned for the call's lifetime (a later agent switch cannot change its policy).
+#[derive(Debug, Clone)]
+pub struct ToolRunContext {
+    pub session_id: String,
+    /// The assistant message that issued the call.
+    pub message_id: String,
+    pub call_id: String,
+    pub agent: Arc<AgentProfile>,
+    /// The session's Location directory.
+    pub directory: PathBuf,
+    /// Cancelled when the drain is interrupted; the call should stop and settle as interrupted.
+    pub cancel: CancellationToken,
+}
+
+/// How a call settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Completed,
+    /// A failure the model can act on; `output` says what went wrong.
+    Error,
+    Interrupted,
+}
+
+/// The one settled result of a call: what history stores and the model sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub status: ToolStatus,
+    pub title: Option<String>,
+    /// The bounded Model Tool Output.
+    pub output: String,
+    pub metadata: Map<String, Value>,
+    /// The Managed Tool Output File holding the complete text, when the output was cut.
+    pub managed_path: Option<PathBuf>,
+}
+
+impl ToolResult {
+    pub fn completed(output: impl Into<String>) -> Self {
+        Self {
+            status: ToolStatus::Completed,
+            title: None,
+            output: output.into(),
+            metadata: Map::new(),
+            managed_path: None,
+        }
+    }
+
+    pub fn error(output: impl Into<String>) -> Self {
+        Self { status: ToolStatus::Error, ..Self::completed(output) }
+    }
+
+    pub fn interrupted() -> Self {
+        Self { status: ToolStatus::Interrupted, ..Self::completed(opencode_session_store::INTERRUPTED_TOOL_ERROR) }
+    }
+}
+
+/// A Location's tools as the runner sees them.
+pub trait ToolHost: Send + Sync {
+    /// The tools the model may call under `agent`.
+    fn definitions(&self, agent: &AgentProfile) -> Vec<ToolDefinition>;
+
+    /// Runs one call and settles it; never fails (unknown tools and bad input settle as errors).
+    fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult>;
+}
+
+/// A Location without tools.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoTools;
+
+impl ToolHost for NoTools {
+    fn definitions(&self, _agent: &AgentProfile) -> Vec<ToolDefinition> {
+        Vec::new()
+    }
+
+    fn execute<'a>(&'a self, call: &'a ToolInvocation, _ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
+        let message = format!("Model tried to call unavailable tool '{}'. No tools are available.", call.name);
+        Box::pin(async move { ToolResult::error(message) })
+    }
+}
+
+/// The future a [`FnTools`] handler returns: the text, or a model-visible error.
+pub type ToolFuture = BoxFuture<'static, Result<String, String>>;
+
+type Handler = Arc<dyn Fn(Value, ToolRunContext) -> ToolFuture + Send + Sync>;
+
+/// Tools made of async closures, bounded by [`ToolOutputConfig`] (head kept, a note appended). For
+/// tests and embedders; real tools go through the tool registry.
+#[derive(Clone, Default)]
+pub struct FnTools {
+    tools: BTreeMap<String, (ToolDefinition, Handler)>,
+    limits: ToolOutputConfig,
+}
+
+impl std::fmt::Debug for FnTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnTools").field("tools", &self.tools.keys().collect::<Vec<_>>()).finish()
+    }
+}
+
+impl FnTools {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Output limits (default 2000 lines or 50 KiB).
+    pub fn with_limits(mut self, limits: ToolOutputConfig) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Adds a tool; `handler` gets the input and the call's context.
+    pub fn tool(
+        mut self,
+        definition: ToolDefinition,
+        handler: impl Fn(Value, ToolRunContext) -> ToolFuture + Send + Sync + 'static,
+    ) -> Self {
+        self.tools.insert(definition.name.clone(), (definition, Arc::new(handler)));
+        self
+    }
+}
+
+impl ToolHost for FnTools {
+    fn definitions(&self, _agent: &AgentProfile) -> Vec<ToolDefinition> {
+        self.tools.values().map(|(definition, _)| definition.clone()).collect()
+    }
+
+    fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let Some((_, handler)) = self.tools.get(&call.name) else {
+                let available = self.tools.keys().cloned().collect::<Vec<_>>().join(", ");
+                return ToolResult::error(format!(
+                    "Model tried to call unavailable tool '{}'. Available tools: {available}.",
+                    call.name
+                ));
+            };
+            let run = handler(call.input.clone(), ctx.clone());
+            let result = tokio::select! {
+                result = run => result,
+                () = ctx.cancel.cancelled() => return ToolResult::interrupted(),
+            };
+            match result {
+                Ok(text) => ToolResult::completed(bound(&text, self.limits)),
+                Err(text) => ToolResult::error(bound(&text, self.limits)),
+            }
+        })
+    }
+}
+
+/// Keeps the head of `text` within `limits` and says how much was cut.
+fn bound(text: &str, limits: ToolOutputConfig) -> String {
+    let mut end = 0;
+    for (lines, line) in text.split_inclusive('\n').enumerate() {
+        if lines >= limits.max_lines || end + line.len() > limits.max_bytes {
+            let cut = text.len() - end;
+            return format!("{}\n\n... {cut} bytes truncated ...", &text[..end]);
+        }
+        end += line.len();
+    }
+    text.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_bounded_by_lines_and_bytes() {
+        let limits = ToolOutputConfig { max_lines: 2, max_bytes: 100 };
+        assert_eq!(bound("a\nb\n", limits), "a\nb\n");
+        assert_eq!(bound("a\nb\nc\n", limits), "a\nb\n\n\n... 2 bytes truncated ...");
+        let bytes = ToolOutputConfig { max_lines: 10, max_bytes: 3 };
+        assert_eq!(bound("ab\ncd\n", bytes), "ab\n\n\n... 3 bytes truncated ...");
+    }
+}

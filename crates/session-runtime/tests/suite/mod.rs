@@ -1,0 +1,8 @@
+mod admission;
+mod compaction;
+mod context;
+mod interrupt;
+mod loop_;
+mod recovery;
+mod registry;
+mod support;

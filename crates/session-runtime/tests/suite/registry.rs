@@ -1,0 +1,74 @@
+//! The runner over the real tool registry: reads and edits files in a temp project through the
+//! built-in tools; the final tree is asserted.
+
+use std::sync::Arc;
+
+use opencode_config::Config;
+use opencode_config::Paths;
+use opencode_session_runtime::DrainOutcome;
+use opencode_session_runtime::PromptRequest;
+use opencode_session_runtime::RegistryTools;
+use opencode_session_runtime::SessionRuntime;
+use opencode_session_runtime::StandardLocations;
+use opencode_session_store::NewSession;
+use opencode_tool_registry::Permissions;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::requests;
+use super::support::text;
+use super::support::tool_call;
+
+#[tokio::test]
+async fn the_registry_tools_read_and_edit_files_in_the_project() {
+    let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir(project.path().join("src")).unwrap();
+    std::fs::write(project.path().join("src/lib.rs"), "pub fn answer() -> u32 {\n    41\n}\n").unwrap();
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
+    }))
+    .unwrap();
+    let paths = Paths::under(data.path());
+    let permissions = Arc::new(Permissions::in_memory());
+    let (tool_config, tool_paths) = (config.clone(), paths.clone());
+    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
+        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&permissions))?))
+    });
+    let runtime = SessionRuntime::builder(
+        Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
+        opencode_llm::LlmClient::new().unwrap(),
+        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
+        Arc::new(config),
+        paths,
+    )
+    .locations(locations)
+    .build();
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    mock.push_all([
+        tool_call("call_1", "read", json!({"filePath": "src/lib.rs"})),
+        tool_call("call_2", "edit", json!({"filePath": "src/lib.rs", "oldString": "41", "newString": "42"})),
+        text("The answer is now 42."),
+    ]);
+    let result = runtime.run(PromptRequest::text(&session.id, "Fix the answer")).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u32 {\n    42\n}\n"
+    );
+    let requests = requests(&mock);
+    assert_eq!(requests.len(), 3);
+    let tools: Vec<String> = mock.requests()[0].body_json().unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(["read", "edit", "write", "bash"].iter().all(|name| tools.iter().any(|t| t == name)), "{tools:?}");
+    let read = requests[1].iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(read.contains("41"), "{read}");
+}
