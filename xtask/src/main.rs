@@ -143,17 +143,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map_err(|err| format!("cannot write {}: {err}", path.display()))
 }
 
-/// Today's UTC date as `YYYY-MM-DD` (civil-from-days, proleptic Gregorian).
+/// Today's UTC date as `YYYY-MM-DD`.
 fn today() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let days = (secs / 86_400) as i64 + 719_468;
-    let era = days.div_euclid(146_097);
-    let doe = days.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    jiff::Timestamp::now().strftime("%Y-%m-%d").to_string()
 }
