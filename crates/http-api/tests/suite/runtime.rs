@@ -1,5 +1,6 @@
 //! The server over the real session runtime (`start_server`), configured like a user would: the mock
-//! provider as a custom OpenAI-compatible provider in the project's `opencode.json`.
+//! provider as a custom OpenAI-compatible provider in the project's `opencode.json`. (The official SDK
+//! against this server is in `sdk`.)
 
 use std::path::PathBuf;
 
@@ -105,7 +106,7 @@ async fn first_of(events: &mut Events, session: &str, kind: &str) -> Value {
     }
 }
 
-fn text(answer: &str) -> MockResponse {
+pub fn text(answer: &str) -> MockResponse {
     MockResponse::sse([
         json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}}]}).to_string(),
         json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
