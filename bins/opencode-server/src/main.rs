@@ -1,18 +1,14 @@
 //! `opencode-server`: runs the OpenCode-compatible HTTP API headless.
 //!
-//! Without the session runtime linked in, prompts are answered with 503 (`UnavailableDriver`); every
-//! durable route (sessions, messages, events, files, config, providers) works. Stops cleanly on SIGINT
-//! or SIGTERM.
+//! Prompts run on the session runtime, configured from the working directory's configuration (model,
+//! providers, agents, permissions) and the offline catalog. Stops cleanly on SIGINT or SIGTERM: active
+//! drains stop at a durable point first.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Parser;
 use opencode_config::Env;
-use opencode_http_api::ServerContext;
 use opencode_http_api::ServerOptions;
-use opencode_http_api::UnavailableDriver;
-use opencode_session_store::Store;
 
 /// Run the opencode HTTP API server.
 #[derive(Debug, Parser)]
@@ -56,34 +52,8 @@ fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), String> {
     let env = Env::from_process();
-    let paths = env.paths();
-    std::fs::create_dir_all(&paths.data).map_err(|err| format!("cannot create {}: {err}", paths.data.display()))?;
-    let store = Store::open(paths.database()).map_err(|err| format!("{err}\nhint: {}", err.hint()))?;
     let directory = std::env::current_dir().map_err(|err| format!("cannot read the working directory: {err}"))?;
-    let context = ServerContext::new(Arc::new(store), Arc::new(UnavailableDriver), env.clone(), paths, directory);
     let options =
         ServerOptions { hostname: args.hostname, port: args.port, cors: args.cors, ..ServerOptions::from_env(&env) };
-    let server =
-        opencode_http_api::serve(options, context).await.map_err(|err| format!("{err}\nhint: {}", err.hint()))?;
-    for warning in server.warnings() {
-        eprintln!("warning: {warning}");
-    }
-    println!("opencode server listening on {}", server.url());
-    let stop = server.stopper();
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        let _already_stopped = stop.send(true);
-    });
-    server.wait().await.map_err(|err| format!("server failed: {err}"))
-}
-
-async fn wait_for_signal() {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-        let _interrupted = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    opencode_http_api::run_server(options, directory).await.map_err(|err| format!("{err}\nhint: {}", err.hint()))
 }

@@ -74,20 +74,24 @@ impl EventBus {
 
     /// The hook to install with [`Store::set_event_hook`]: every committed event is published.
     pub fn store_hook(&self) -> EventHook {
-        let sender = self.inner.pending.clone();
+        let bus = self.clone();
         Arc::new(move |events: &[Event]| {
             for event in events {
-                // A closed channel means the server stopped; there is nobody to tell.
-                let durable = Durable {
-                    session_id: event.session_id.clone(),
-                    seq: event.seq,
-                    json: serde_json::to_string(event).unwrap_or_default(),
-                };
-                let pending =
-                    Pending { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
-                let _stopped = sender.send(pending);
+                bus.publish_durable(event);
             }
         })
+    }
+
+    /// Publishes a committed store event (routed by its session).
+    pub fn publish_durable(&self, event: &Event) {
+        let durable = Durable {
+            session_id: event.session_id.clone(),
+            seq: event.seq,
+            json: serde_json::to_string(event).unwrap_or_default(),
+        };
+        let pending = Pending { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
+        // A closed channel means the server stopped; there is nobody to tell.
+        let _stopped = self.inner.pending.send(pending);
     }
 
     /// Publishes a live event of the driver (routed by `properties.sessionID`).

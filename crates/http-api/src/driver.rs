@@ -8,6 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use opencode_session_store::Delivery;
+use opencode_session_store::Event;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::Part;
 use opencode_session_store::Session;
@@ -47,14 +48,41 @@ pub trait SessionDriver: Send + Sync + 'static {
         Box::pin(async {})
     }
 
-    /// Live (not necessarily durable) events: `session.status`, `session.idle`, `message.part.delta`, ...
+    /// Compacts the session now and waits until it is idle again (`POST /session/{id}/summarize`).
+    fn compact(&self, _session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async { Err(DriverError::Unavailable("this server cannot compact sessions".to_owned())) })
+    }
+
+    /// Called when the server shuts down, before it stops accepting requests: stop active drains at a
+    /// durable point (admitted input stays pending for the next start).
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// The driver's events: live ones (`session.status`, `session.idle`, `message.part.delta`, ...) and,
+    /// when [`SessionDriver::forwards_durable_events`], the store's committed events in commit order.
     /// `None` when the driver has none.
-    fn subscribe(&self) -> Option<broadcast::Receiver<LiveEvent>>;
+    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>>;
+
+    /// Whether the driver owns the store's (single) event hook and forwards committed events through
+    /// [`SessionDriver::subscribe`]; the server then installs no hook of its own.
+    fn forwards_durable_events(&self) -> bool {
+        false
+    }
 
     /// Sessions that are not idle, with their status (`GET /session/status`).
     fn statuses(&self) -> BTreeMap<String, SessionStatus> {
         BTreeMap::new()
     }
+}
+
+/// One event of a driver, in the order the server should publish it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DriverEvent {
+    /// A live-only event (not replayable).
+    Live(LiveEvent),
+    /// A committed store event (replayable with `Reader::events_after`).
+    Durable(Event),
 }
 
 /// A live event from the runtime, published on `/event` beside the store's durable events.
@@ -236,7 +264,7 @@ impl SessionDriver for UnavailableDriver {
         Box::pin(async { Ok(()) })
     }
 
-    fn subscribe(&self) -> Option<broadcast::Receiver<LiveEvent>> {
+    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>> {
         None
     }
 }

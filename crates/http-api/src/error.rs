@@ -138,6 +138,9 @@ pub enum ServeError {
     /// Any other bind failure (permissions, address not available).
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+    /// The session store, catalog or provider client could not be set up.
+    #[error("cannot start the session runtime: {message}")]
+    Setup { message: String, hint: &'static str },
 }
 
 impl ServeError {
@@ -147,6 +150,7 @@ impl ServeError {
             Self::PortInUse { .. } => "stop the other process, or pick another port with --port (0 picks a free one)",
             Self::Resolve { .. } => "use an IP address such as 127.0.0.1 or 0.0.0.0, or a resolvable hostname",
             Self::Bind { .. } => "ports below 1024 need privileges; pick another port or address",
+            Self::Setup { hint, .. } => hint,
         }
     }
 }

@@ -8,12 +8,17 @@
 //! - **Instances.** Every request runs in a directory (`?directory=`, `x-opencode-directory`, or the
 //!   server's default); its project, configuration and catalog are resolved once per directory.
 //! - **The runtime is a seam.** Everything durable is read from and written to the store directly;
-//!   prompts, interrupts and live events go through [`SessionDriver`] ([`EchoDriver`] is a complete
-//!   reference implementation, [`UnavailableDriver`] refuses prompts).
+//!   prompts, interrupts, compaction and live events go through [`SessionDriver`]. [`RuntimeDriver`]
+//!   drives the real session runtime ([`start_server`] / [`run_server`] build it from configuration);
+//!   [`EchoDriver`] is a model-free reference implementation, [`UnavailableDriver`] refuses prompts.
 //! - **Events.** `/event` streams the store's committed events and the driver's live ones, filtered
-//!   to the instance directory, as `{"id","type","properties"}`.
+//!   to the instance directory, as `{"id","type","properties"}`. The store has one event hook: the
+//!   server installs its own unless the driver owns it and forwards committed events in order (the
+//!   runtime does).
 //! - **Safety.** HTTP Basic auth (constant-time) when a password is set, JSON errors with stable codes
 //!   and no 500 for bad input, a body limit, CORS, graceful shutdown.
+//!
+//! `opencode serve` is `run_server(options, directory)`; embedding with another driver:
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,11 +45,14 @@ mod echo;
 mod error;
 mod extract;
 mod instance;
+mod launch;
 mod middleware;
 mod openapi;
 mod options;
 mod routes;
+mod runtime_driver;
 mod server;
+mod services;
 mod state;
 
 pub use bus::BusEvent;
@@ -52,6 +60,7 @@ pub use bus::EventBus;
 pub use driver::AgentPartInput;
 pub use driver::BoxFuture;
 pub use driver::DriverError;
+pub use driver::DriverEvent;
 pub use driver::FilePartInput;
 pub use driver::LiveEvent;
 pub use driver::PartInput;
@@ -67,11 +76,18 @@ pub use echo::EchoDriver;
 pub use error::ApiError;
 pub use error::ServeError;
 pub use instance::GLOBAL_PROJECT;
+pub use launch::build_runtime;
+pub use launch::run_server;
+pub use launch::start_server;
+pub use launch::store_permissions;
 pub use openapi::document as openapi_document;
 pub use options::Credentials;
 pub use options::DEFAULT_BODY_LIMIT;
 pub use options::DEFAULT_PORT;
 pub use options::ServerOptions;
+pub use runtime_driver::RuntimeDriver;
 pub use server::Server;
 pub use server::serve;
+pub use services::StorePending;
+pub use services::StoreTodos;
 pub use state::ServerContext;

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::bus::EventBus;
+use crate::driver::DriverEvent;
 use crate::error::ApiError;
 use crate::error::ServeError;
 use crate::instance::Instances;
@@ -58,6 +59,13 @@ impl Server {
         self.task.await.map_err(std::io::Error::other)?
     }
 
+    pub(crate) fn add_warnings(&mut self, warnings: Vec<String>) {
+        for warning in &warnings {
+            tracing::warn!("{warning}");
+        }
+        self.warnings.extend(warnings);
+    }
+
     /// A handle that stops the server when `true` is sent (for signal handlers).
     pub fn stopper(&self) -> watch::Sender<bool> {
         self.stop.clone()
@@ -84,12 +92,20 @@ pub async fn serve(options: ServerOptions, context: ServerContext) -> Result<Ser
         tracing::warn!("{warning}");
     }
     let (stop, shutdown) = watch::channel(false);
-    let app = router(options, context, shutdown.clone(), format!("http://{addr}"));
+    let driver = Arc::clone(&context.driver);
+    // Event streams end when `closing` turns true: after the driver stopped its drains, so that their
+    // last events still reach subscribers.
+    let (closing, closed) = watch::channel(false);
+    let app = router(options, context, closed, format!("http://{addr}"));
     let mut signal = shutdown;
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
-                let _closed = signal.wait_for(|stop| *stop).await;
+                let stopped = signal.wait_for(|stop| *stop).await.is_ok();
+                if stopped {
+                    driver.shutdown().await;
+                }
+                let _ended = closing.send(true);
             })
             .await
     });
@@ -107,7 +123,8 @@ fn router(options: ServerOptions, context: ServerContext, shutdown: watch::Recei
         tokio::spawn(async move {
             loop {
                 match live.recv().await {
-                    Ok(event) => bus.publish_live(event),
+                    Ok(DriverEvent::Live(event)) => bus.publish_live(event),
+                    Ok(DriverEvent::Durable(event)) => bus.publish_durable(&event),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "live runtime events were dropped");
                     }

@@ -25,14 +25,16 @@ pub struct ServerContext {
     pub paths: Paths,
     /// The instance directory of requests that name none (OpenCode uses the server's working directory).
     pub directory: PathBuf,
-    /// Install the bus as the store's event hook (the store has one hook; turn this off when the runtime
-    /// owns it and forwards durable events through [`SessionDriver::subscribe`]).
+    /// Install the bus as the store's event hook. The store has one hook: [`ServerContext::new`] turns
+    /// this off when the driver owns it ([`SessionDriver::forwards_durable_events`]), as the session
+    /// runtime does; the server then publishes the durable events the driver forwards.
     pub install_store_hook: bool,
 }
 
 impl ServerContext {
     pub fn new(store: Arc<Store>, driver: Arc<dyn SessionDriver>, env: Env, paths: Paths, directory: PathBuf) -> Self {
-        Self { store, driver, env, paths, directory, install_store_hook: true }
+        let install_store_hook = !driver.forwards_durable_events();
+        Self { store, driver, env, paths, directory, install_store_hook }
     }
 }
 

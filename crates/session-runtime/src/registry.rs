@@ -65,6 +65,11 @@ impl RegistryTools {
         let agents = Agents::new(&dirs, config.permission.as_ref(), &config.agent);
         Ok(Self::new(Arc::new(registry), Arc::new(agents), permissions))
     }
+
+    /// The registry, for registering further tools (those that need services, e.g. `todowrite`).
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
 }
 
 impl ToolHost for RegistryTools {

@@ -48,6 +48,13 @@ pub(super) fn ops() -> Vec<Op> {
             abort,
         )
         .returns_bool(),
+        Op::post(
+            "/project/{projectID}/session/{sessionID}/compact",
+            "project.session.compact",
+            "Compact the session now and wait",
+            compact,
+        )
+        .returns_bool(),
         Op::post("/project/{projectID}/session/{sessionID}/revert", "project.session.revert", "Stage a revert", revert)
             .body::<RevertBody>()
             .returns_named("Session"),
@@ -181,6 +188,11 @@ async fn delete(State(s): State<AppState>, P((project, id)): P<(String, String)>
 async fn abort(State(s): State<AppState>, P((project, id)): P<(String, String)>) -> Result<Json<bool>, ApiError> {
     scoped(&s, &project, &id).await?;
     session::abort(&s, &id).await.map(Json)
+}
+
+async fn compact(State(s): State<AppState>, P((project, id)): P<(String, String)>) -> Result<Json<bool>, ApiError> {
+    scoped(&s, &project, &id).await?;
+    session::compact(&s, &id).await.map(Json)
 }
 
 async fn revert(

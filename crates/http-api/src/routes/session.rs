@@ -100,6 +100,14 @@ pub(super) fn ops() -> Vec<Op> {
         .body::<PromptRequest>(),
         Op::post("/session/{sessionID}/abort", "session.abort", "Interrupt the active drain", abort_route)
             .returns_bool(),
+        Op::post(
+            "/session/{sessionID}/summarize",
+            "session.summarize",
+            "Compact the session now (with the session's model) and wait",
+            summarize_route,
+        )
+        .body::<SummarizeBody>()
+        .returns_bool(),
         Op::post("/session/{sessionID}/fork", "session.fork", "Fork a session (before messageID)", fork_route)
             .body::<ForkBody>()
             .returns_named("Session"),
@@ -371,12 +379,43 @@ async fn prompt_async_route(
     JsonBody(body): JsonBody<PromptRequest>,
 ) -> Result<StatusCode, ApiError> {
     let session = session(&s, &id).await?;
-    s.inner.driver.prompt_async(session, body, Delivery::Queue).await?;
+    // OpenCode 1.x: a prompt to a busy session joins the running loop at its next step (steer).
+    s.inner.driver.prompt_async(session, body, Delivery::Steer).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn abort_route(State(s): State<AppState>, P(id): P<String>) -> Result<Json<bool>, ApiError> {
     abort(&s, &id).await.map(Json)
+}
+
+/// `POST /session/{id}/summarize` body. The model fields are accepted for compatibility; compaction
+/// runs with the session's model.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SummarizeBody {
+    #[serde(rename = "providerID", default)]
+    #[allow(dead_code, reason = "accepted for compatibility")]
+    provider_id: Option<String>,
+    #[serde(rename = "modelID", default)]
+    #[allow(dead_code, reason = "accepted for compatibility")]
+    model_id: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code, reason = "accepted for compatibility")]
+    auto: Option<bool>,
+}
+
+async fn summarize_route(
+    State(s): State<AppState>,
+    P(id): P<String>,
+    OptionalJson(_body): OptionalJson<SummarizeBody>,
+) -> Result<Json<bool>, ApiError> {
+    compact(&s, &id).await.map(Json)
+}
+
+pub(crate) async fn compact(s: &AppState, id: &str) -> Result<bool, ApiError> {
+    session(s, id).await?;
+    s.inner.driver.compact(id.to_owned()).await?;
+    Ok(true)
 }
 
 async fn fork_route(

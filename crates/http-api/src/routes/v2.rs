@@ -35,6 +35,7 @@ pub(super) fn ops() -> Vec<Op> {
         .body::<PromptBody>()
         .returns_named("{data: SessionInputAdmitted}"),
         Op::post("/api/session/{sessionID}/interrupt", "v2.session.interrupt", "Interrupt the active drain", interrupt),
+        Op::post("/api/session/{sessionID}/compact", "v2.session.compact", "Compact the session now and wait", compact),
         Op::get(
             "/api/session/{sessionID}/context",
             "v2.session.context",
@@ -90,9 +91,10 @@ async fn prompt(
     parts.extend(body.prompt.files.into_iter().map(PartInput::File));
     parts.extend(body.prompt.agents.into_iter().map(PartInput::Agent));
     let request = PromptRequest { message_id: body.id, parts, ..PromptRequest::default() };
+    // Steer is the default: promoted at the next safe boundary, even inside a running tool loop.
     let delivery = match body.delivery {
-        Some(DeliveryInput::Steer) => Delivery::Steer,
-        Some(DeliveryInput::Queue) | None => Delivery::Queue,
+        Some(DeliveryInput::Steer) | None => Delivery::Steer,
+        Some(DeliveryInput::Queue) => Delivery::Queue,
     };
     let admitted = s.inner.driver.prompt_async(found, request, delivery).await?;
     Ok(Json(json!({ "data": admitted })))
@@ -101,6 +103,12 @@ async fn prompt(
 async fn interrupt(State(s): State<AppState>, P(id): P<String>) -> Result<StatusCode, ApiError> {
     session(&s, &id).await?;
     s.inner.driver.interrupt(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn compact(State(s): State<AppState>, P(id): P<String>) -> Result<StatusCode, ApiError> {
+    session(&s, &id).await?;
+    s.inner.driver.compact(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

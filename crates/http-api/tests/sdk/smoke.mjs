@@ -1,11 +1,13 @@
 // Drives an opencode-rs server with the official @opencode-ai/sdk (v2 and v1 clients).
 // Usage: node smoke.mjs <baseUrl> <directory>   with OPENCODE_SDK_DIR=<node_modules/@opencode-ai/sdk>
+// and OPENCODE_SMOKE_REPLY=<the expected reply to "say hi"> (default: the echo driver's).
 // Prints one line per step ("ok <step>" or "FAIL <step>: <why>") and exits with the number of failures.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [baseUrl, directory] = process.argv.slice(2);
 const sdkDir = process.env.OPENCODE_SDK_DIR;
+const expectedReply = process.env.OPENCODE_SMOKE_REPLY ?? "echo: say hi";
 const v2 = await import(pathToFileURL(path.join(sdkDir, "dist/v2/client.js")).href);
 const v1 = await import(pathToFileURL(path.join(sdkDir, "dist/client.js")).href);
 
@@ -60,7 +62,7 @@ await step("session.prompt", async () => {
   const reply = data(await client.session.prompt({ sessionID: sid, parts: [{ type: "text", text: "say hi" }] }), "prompt");
   must(reply.info?.role === "assistant", `role ${reply.info?.role}`);
   const text = reply.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
-  must(text === "echo: say hi", `text ${JSON.stringify(text)}`);
+  must(text === expectedReply, `text ${JSON.stringify(text)}`);
 });
 await step("session.messages", async () => {
   const messages = data(await client.session.messages({ sessionID: sid }), "messages");

@@ -11,13 +11,13 @@ use super::directory_query;
 use super::start;
 
 /// Reads server-sent events from a response body.
-struct Events {
+pub(super) struct Events {
     body: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
     buffer: String,
 }
 
 impl Events {
-    async fn open(http: &reqwest::Client, url: &str) -> Self {
+    pub(super) async fn open(http: &reqwest::Client, url: &str) -> Self {
         let response = http.get(url).send().await.unwrap();
         assert_eq!(response.status().as_u16(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
@@ -25,7 +25,7 @@ impl Events {
     }
 
     /// The next event's fields (`data` parsed as JSON). Guarded against a silent hang.
-    async fn next(&mut self) -> (Option<String>, Value) {
+    pub(super) async fn next(&mut self) -> (Option<String>, Value) {
         tokio::time::timeout(Duration::from_secs(30), self.read()).await.expect("no event within 30 s")
     }
 

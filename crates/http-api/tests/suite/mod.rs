@@ -1,4 +1,5 @@
-//! A real server on 127.0.0.1:0 with the echo driver, over temporary directories, and a reqwest client.
+//! A real server on 127.0.0.1:0 with the echo driver (or, in `runtime`, the session runtime against the
+//! mock provider), over temporary directories, and a reqwest client.
 
 mod auth;
 mod errors;
@@ -6,6 +7,7 @@ mod events;
 mod files;
 mod openapi;
 mod projects;
+mod runtime;
 mod sdk;
 mod sessions;
 

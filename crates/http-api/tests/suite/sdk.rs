@@ -6,6 +6,10 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::process::Command;
 
+use serde_json::json;
+
+use super::runtime::start_runtime;
+use super::runtime::text;
 use super::start;
 
 const SDK: &str = "@opencode-ai/sdk@1.18.35";
@@ -14,10 +18,32 @@ const SDK: &str = "@opencode-ai/sdk@1.18.35";
 async fn the_official_sdk_works_against_the_server() {
     let Some(sdk) = install_sdk() else { return };
     let t = start().await;
+    smoke(sdk, t.url.clone(), t.dir.clone(), "echo: say hi").await;
+}
+
+#[tokio::test]
+async fn the_official_sdk_prompts_through_the_session_runtime() {
+    let Some(sdk) = install_sdk() else { return };
+    let t = start_runtime(json!({})).await;
+    t.mock.push(text("Hi from the runtime."));
+    t.mock.push(text("Second reply."));
+    smoke(sdk, t.url.clone(), t.dir.clone(), "Hi from the runtime.").await;
+    assert_eq!(t.mock.requests().len(), 2);
+}
+
+/// Runs `tests/sdk/smoke.mjs` and checks every step passed.
+async fn smoke(sdk: PathBuf, url: String, dir: PathBuf, reply: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/smoke.mjs");
-    let (url, dir) = (t.url.clone(), t.dir.clone());
+    let reply = reply.to_owned();
     let output = tokio::task::spawn_blocking(move || {
-        Command::new("node").arg(script).arg(url).arg(dir).env("OPENCODE_SDK_DIR", sdk).output().unwrap()
+        Command::new("node")
+            .arg(script)
+            .arg(url)
+            .arg(dir)
+            .env("OPENCODE_SDK_DIR", sdk)
+            .env("OPENCODE_SMOKE_REPLY", reply)
+            .output()
+            .unwrap()
     })
     .await
     .unwrap();

@@ -1,0 +1,149 @@
+//! Starting a server over the real session runtime: what `opencode serve` and the `opencode-server`
+//! binary run. [`start_server`] builds the store, the configuration of the start directory, the
+//! catalog, the provider client, the runtime (standard tools plus `todowrite`/`todoread` per
+//! Location, one permission service) and serves it; [`run_server`] adds the process environment,
+//! the listening line, and a graceful stop on SIGINT/SIGTERM.
+
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use opencode_catalog::Catalog;
+use opencode_config::Config;
+use opencode_config::Env;
+use opencode_config::LoadOptions;
+use opencode_config::Paths;
+use opencode_llm::LlmClient;
+use opencode_session_runtime::RegistryTools;
+use opencode_session_runtime::SessionRuntime;
+use opencode_session_runtime::StandardLocations;
+use opencode_session_runtime::ToolHost;
+use opencode_session_store::Store;
+use opencode_tool_registry::Permissions;
+use opencode_tool_registry::tools::todo::TodoRead;
+use opencode_tool_registry::tools::todo::TodoWrite;
+use opencode_tool_registry::typed;
+
+use crate::error::ServeError;
+use crate::options::ServerOptions;
+use crate::runtime_driver::RuntimeDriver;
+use crate::server::Server;
+use crate::server::serve;
+use crate::services::StorePending;
+use crate::services::StoreTodos;
+use crate::state::ServerContext;
+
+/// Runs the API over the session runtime until SIGINT or SIGTERM, in `directory` (the instance of
+/// requests that name none, and where configuration is loaded from), with the process environment.
+/// Prints `opencode server listening on <url>` and any warnings; on a signal, active drains stop at a
+/// durable point, then the server stops accepting and returns.
+pub async fn run_server(options: ServerOptions, directory: PathBuf) -> Result<(), ServeError> {
+    let server = start_server(options, Env::from_process(), directory).await?;
+    for warning in server.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    println!("opencode server listening on {}", server.url());
+    let stop = server.stopper();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        let _already_stopped = stop.send(true);
+    });
+    server.wait().await.map_err(|err| ServeError::Setup { message: format!("the server failed: {err}"), hint: RETRY })
+}
+
+/// Builds the session runtime from `env` and the configuration of `directory`, and serves it.
+/// Unreadable configuration files are skipped and reported in [`Server::warnings`].
+pub async fn start_server(options: ServerOptions, env: Env, directory: PathBuf) -> Result<Server, ServeError> {
+    let setup_env = env.clone();
+    let setup_dir = directory.clone();
+    let (store, runtime, permissions, warnings) = tokio::task::spawn_blocking(move || setup(&setup_env, &setup_dir))
+        .await
+        .map_err(|err| ServeError::Setup { message: format!("set-up stopped: {err}"), hint: RETRY })??;
+    let driver = Arc::new(RuntimeDriver::new(runtime, permissions));
+    let paths = env.paths();
+    let context = ServerContext::new(store, driver, env, paths, directory);
+    let mut server = serve(options, context).await?;
+    server.add_warnings(warnings);
+    Ok(server)
+}
+
+/// The permission service whose requests are durable in `store` (rows the HTTP reply routes answer).
+pub fn store_permissions(store: Arc<Store>) -> Arc<Permissions> {
+    Arc::new(Permissions::new(Arc::new(StorePending::new(store))))
+}
+
+/// A runtime over `store` whose Locations get the standard tools plus `todowrite`/`todoread` (kept in
+/// the store), all asking `permissions`.
+pub fn build_runtime(
+    store: Arc<Store>,
+    llm: LlmClient,
+    catalog: Arc<Catalog>,
+    config: Arc<Config>,
+    paths: Paths,
+    env: Env,
+    permissions: Arc<Permissions>,
+) -> SessionRuntime {
+    let todos = Arc::new(StoreTodos::new(Arc::clone(&store)));
+    let (tool_config, tool_paths) = (Arc::clone(&config), paths.clone());
+    let locations = StandardLocations::new(&config, paths.clone(), env.clone()).with_tools(move |directory| {
+        let tools = RegistryTools::standard(directory, &tool_config, &tool_paths, Arc::clone(&permissions))?;
+        for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone()))] {
+            tools
+                .registry()
+                .register(tool)
+                .map_err(|err| opencode_session_runtime::RuntimeError::Tools(err.to_string()))?;
+        }
+        Ok(Arc::new(tools) as Arc<dyn ToolHost>)
+    });
+    SessionRuntime::builder(store, llm, catalog, config, paths).env(env).locations(locations).build()
+}
+
+const RETRY: &str = "retry; if it persists, report it with the log";
+
+type Setup = (Arc<Store>, SessionRuntime, Arc<Permissions>, Vec<String>);
+
+/// Opens the store, loads configuration and catalog, and builds the runtime (blocking).
+fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
+    let paths = env.paths();
+    std::fs::create_dir_all(&paths.data).map_err(|err| ServeError::Setup {
+        message: format!("cannot create {}: {err}", paths.data.display()),
+        hint: "check that the data directory (XDG_DATA_HOME) is writable",
+    })?;
+    let store = Store::open(paths.database())
+        .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    let mut load = LoadOptions::new(env.clone(), directory);
+    load.paths = paths.clone();
+    let loaded = opencode_config::load(&load);
+    let mut warnings: Vec<String> =
+        loaded.errors.iter().map(|err| format!("{err} (skipped; {})", err.hint())).collect();
+    let (catalog, _origin, problems) = opencode_catalog::source::load(&paths, env)
+        .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    warnings.extend(problems.iter().map(ToString::to_string));
+    let catalog = catalog
+        .with_config(&loaded.config)
+        .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    let llm = LlmClient::new().map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    let store = Arc::new(store);
+    let permissions = store_permissions(Arc::clone(&store));
+    let runtime = build_runtime(
+        Arc::clone(&store),
+        llm,
+        Arc::new(catalog),
+        Arc::new(loaded.config),
+        paths,
+        env.clone(),
+        Arc::clone(&permissions),
+    );
+    Ok((store, runtime, permissions, warnings))
+}
+
+async fn wait_for_signal() {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+        let _interrupted = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,466 @@
+//! [`RuntimeDriver`]: the [`SessionDriver`] over the session runtime. Prompts are admitted durably
+//! through [`SessionRuntime::prompt`]; a synchronous prompt then waits for the session's drain and
+//! answers with the assistant message that replied to it. The runtime's event bus is mapped onto
+//! OpenCode's event types: durable events pass through unchanged (the runtime owns the store's event
+//! hook and forwards them in commit order), text and reasoning deltas become `message.part.delta`,
+//! status changes `session.status` (plus `session.idle`), a finished compaction `session.compacted`.
+//! Permission replies stored by the HTTP routes are handed to the [`Permissions`] the runtime's tools
+//! wait on.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use opencode_session_runtime::DeltaKind;
+use opencode_session_runtime::DrainOutcome;
+use opencode_session_runtime::ModelChoice;
+use opencode_session_runtime::PromptFile;
+use opencode_session_runtime::RuntimeError;
+use opencode_session_runtime::RuntimeEvent;
+use opencode_session_runtime::SessionRuntime;
+use opencode_session_store::Delivery;
+use opencode_session_store::MessageInfo;
+use opencode_session_store::MessageWithParts;
+use opencode_session_store::PermissionReply;
+use opencode_session_store::Session;
+use opencode_session_store::SessionInput;
+use opencode_session_store::StoreError;
+use opencode_session_store::StoredPermission;
+use opencode_tool_registry::Permissions;
+use opencode_tool_registry::Reply;
+use opencode_tool_registry::ReplyError;
+use serde_json::json;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::task::JoinHandle;
+
+use crate::driver::BoxFuture;
+use crate::driver::DriverError;
+use crate::driver::DriverEvent;
+use crate::driver::LiveEvent;
+use crate::driver::PartInput;
+use crate::driver::PromptRequest;
+use crate::driver::SessionDriver;
+use crate::driver::SessionStatus;
+
+/// How long an abort waits for the interrupted drain to reach a durable stop before answering anyway.
+const INTERRUPT_SETTLE: Duration = Duration::from_secs(10);
+/// Events the driver buffers per subscriber before it lags.
+const CAPACITY: usize = 4096;
+/// Messages read per page while looking for a prompt's reply.
+const REPLY_PAGE: usize = 32;
+
+/// The session runtime behind the HTTP API.
+pub struct RuntimeDriver {
+    runtime: SessionRuntime,
+    permissions: Arc<Permissions>,
+    events: broadcast::Sender<DriverEvent>,
+    statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
+    forwarder: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RuntimeDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeDriver").field("runtime", &self.runtime).finish_non_exhaustive()
+    }
+}
+
+impl RuntimeDriver {
+    /// Drives `runtime`; `permissions` must be the service its tools ask (see
+    /// [`crate::store_permissions`]). Must be called inside a tokio runtime (it spawns the task that
+    /// maps the runtime's events).
+    pub fn new(runtime: SessionRuntime, permissions: Arc<Permissions>) -> Self {
+        let events = broadcast::channel(CAPACITY).0;
+        let statuses = Arc::new(Mutex::new(BTreeMap::new()));
+        let forwarder = tokio::spawn(forward(runtime.subscribe(), events.clone(), Arc::clone(&statuses)));
+        Self { runtime, permissions, events, statuses, forwarder }
+    }
+
+    pub fn runtime(&self) -> &SessionRuntime {
+        &self.runtime
+    }
+
+    /// Admits `request` for `session` with `delivery`.
+    async fn admit(
+        &self,
+        session: &Session,
+        request: PromptRequest,
+        delivery: Delivery,
+    ) -> Result<SessionInput, DriverError> {
+        let prompt = runtime_prompt(&session.id, request, delivery)?;
+        let receipt = self.runtime.prompt(prompt).await.map_err(driver_error)?;
+        Ok(receipt.input)
+    }
+
+    /// The assistant message that answered prompt `input` once the drain is over.
+    async fn reply_to(
+        &self,
+        session_id: &str,
+        input: &str,
+        outcome: Option<DrainOutcome>,
+    ) -> Result<MessageWithParts, DriverError> {
+        let store = Arc::clone(self.runtime.store());
+        let (session, prompt) = (session_id.to_owned(), input.to_owned());
+        let found = tokio::task::spawn_blocking(move || find_reply(&store, &session, &prompt))
+            .await
+            .map_err(|err| DriverError::Failed(format!("reading the reply stopped: {err}")))?
+            .map_err(|err| DriverError::Failed(format!("cannot read the reply: {err} ({})", err.hint())))?;
+        match (found, outcome) {
+            (Some(reply), _) => Ok(reply),
+            (None, Some(DrainOutcome::Failed { message, hint })) => {
+                Err(DriverError::Failed(format!("the session failed before it replied: {message} ({hint})")))
+            }
+            (None, Some(DrainOutcome::Interrupted)) => {
+                Err(DriverError::Busy(format!("session {session_id} was interrupted before it replied")))
+            }
+            (None, _) => Err(DriverError::Failed(format!(
+                "prompt {input} was admitted but no reply was written (it stays pending for the next run)"
+            ))),
+        }
+    }
+}
+
+impl Drop for RuntimeDriver {
+    fn drop(&mut self) {
+        self.forwarder.abort();
+    }
+}
+
+impl SessionDriver for RuntimeDriver {
+    fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
+        Box::pin(async move {
+            if request.no_reply == Some(true) {
+                return Err(DriverError::Invalid(
+                    "a noReply prompt has no reply to wait for: send it with prompt_async".to_owned(),
+                ));
+            }
+            let input = self.admit(&session, request, Delivery::Steer).await?;
+            let outcome = self.runtime.wait_idle(&session.id).await;
+            self.reply_to(&session.id, &input.id, outcome).await
+        })
+    }
+
+    fn prompt_async(
+        &self,
+        session: Session,
+        request: PromptRequest,
+        delivery: Delivery,
+    ) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
+        Box::pin(async move { self.admit(&session, request, delivery).await })
+    }
+
+    fn interrupt(&self, session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async move {
+            if self.runtime.interrupt(&session_id) {
+                // Answer once the drain has stopped at a durable point, so that what the client reads
+                // next (messages, status) already reflects the abort.
+                let settled = tokio::time::timeout(INTERRUPT_SETTLE, self.runtime.wait_idle(&session_id)).await;
+                if settled.is_err() {
+                    tracing::warn!(session.id = %session_id, "the interrupted drain has not stopped yet");
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn permission_replied(&self, permission: StoredPermission) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let reply = match permission.reply {
+                Some(PermissionReply::Once) => Reply::Once,
+                Some(PermissionReply::Always) => Reply::Always,
+                Some(PermissionReply::Reject) => Reply::Reject { message: None },
+                None => return,
+            };
+            match self.permissions.reply(&permission.request.id, reply) {
+                Ok(()) => {}
+                // Asked by an earlier process (its call ended with it): the stored reply is all there is.
+                Err(ReplyError::NotFound(id)) => tracing::debug!(%id, "reply to a request no call awaits"),
+                Err(err) => tracing::warn!(%err, "cannot deliver a permission reply"),
+            }
+        })
+    }
+
+    fn compact(&self, session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async move {
+            match self.runtime.compact(&session_id).await {
+                Some(DrainOutcome::Failed { message, hint }) => {
+                    Err(DriverError::Failed(format!("compaction failed: {message} ({hint})")))
+                }
+                Some(DrainOutcome::Interrupted) => {
+                    Err(DriverError::Busy(format!("the compaction of session {session_id} was interrupted")))
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let active = self.runtime.active();
+            for session in &active {
+                self.runtime.interrupt(session);
+            }
+            for session in &active {
+                if tokio::time::timeout(INTERRUPT_SETTLE, self.runtime.wait_idle(session)).await.is_err() {
+                    tracing::warn!(session.id = %session, "a drain did not stop before shutdown");
+                }
+            }
+        })
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>> {
+        Some(self.events.subscribe())
+    }
+
+    fn forwards_durable_events(&self) -> bool {
+        true
+    }
+
+    fn statuses(&self) -> BTreeMap<String, SessionStatus> {
+        let known = self.statuses.lock().unwrap_or_else(PoisonError::into_inner);
+        self.runtime
+            .active()
+            .into_iter()
+            .map(|id| {
+                let status = known.get(&id).cloned().unwrap_or(SessionStatus::Busy);
+                (id, status)
+            })
+            .collect()
+    }
+}
+
+/// Maps the runtime's events onto OpenCode's, in order, and keeps the last status of busy sessions.
+async fn forward(
+    mut runtime: broadcast::Receiver<RuntimeEvent>,
+    out: broadcast::Sender<DriverEvent>,
+    statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
+) {
+    loop {
+        let event = match runtime.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "runtime events were dropped before reaching the server");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if let RuntimeEvent::Status { session_id, status } = &event {
+            let status = status_of(status);
+            let mut known = statuses.lock().unwrap_or_else(PoisonError::into_inner);
+            if status == SessionStatus::Idle {
+                known.remove(session_id);
+            } else {
+                known.insert(session_id.clone(), status);
+            }
+        }
+        for mapped in opencode_events(event) {
+            // Nobody listening (no server yet, or it stopped) is fine.
+            let _unheard = out.send(mapped);
+        }
+    }
+}
+
+/// OpenCode's events for one runtime event (none for fragments OpenCode does not stream).
+fn opencode_events(event: RuntimeEvent) -> Vec<DriverEvent> {
+    let live = |kind: &str, properties| DriverEvent::Live(LiveEvent { kind: kind.to_owned(), properties });
+    match event {
+        RuntimeEvent::Durable(event) => {
+            let compacted = (event.kind == "session.next.compaction.ended")
+                .then(|| live("session.compacted", json!({ "sessionID": event.session_id })));
+            std::iter::once(DriverEvent::Durable(event)).chain(compacted).collect()
+        }
+        RuntimeEvent::Delta { session_id, message_id, part_id, kind, delta } => match kind {
+            DeltaKind::Text | DeltaKind::Reasoning | DeltaKind::Compaction => vec![live(
+                "message.part.delta",
+                json!({ "sessionID": session_id, "messageID": message_id, "partID": part_id, "field": "text",
+                        "delta": delta }),
+            )],
+            // OpenCode shows tool input once the call is complete (`message.part.updated`).
+            DeltaKind::ToolInput => Vec::new(),
+        },
+        RuntimeEvent::Status { session_id, status } => {
+            let status = status_of(&status);
+            let idle =
+                (status == SessionStatus::Idle).then(|| live("session.idle", json!({ "sessionID": session_id })));
+            std::iter::once(live("session.status", json!({ "sessionID": session_id, "status": status })))
+                .chain(idle)
+                .collect()
+        }
+    }
+}
+
+fn status_of(status: &opencode_session_runtime::SessionStatus) -> SessionStatus {
+    match status {
+        opencode_session_runtime::SessionStatus::Idle => SessionStatus::Idle,
+        opencode_session_runtime::SessionStatus::Busy => SessionStatus::Busy,
+        opencode_session_runtime::SessionStatus::Retry { attempt, message, next } => {
+            SessionStatus::Retry { attempt: *attempt, message: message.clone(), next: *next }
+        }
+    }
+}
+
+/// The runtime's prompt for an OpenCode 1.x prompt body: the text parts joined, file parts as files.
+fn runtime_prompt(
+    session_id: &str,
+    request: PromptRequest,
+    delivery: Delivery,
+) -> Result<opencode_session_runtime::PromptRequest, DriverError> {
+    let mut files = Vec::new();
+    for part in &request.parts {
+        match part {
+            PartInput::File(file) => {
+                files.push(PromptFile { url: file.url.clone(), mime: file.mime.clone(), name: file.filename.clone() });
+            }
+            PartInput::Subtask(_) => {
+                return Err(DriverError::Invalid("subtask parts are not supported by this server yet".to_owned()));
+            }
+            // Text is joined below; an agent mention is already part of the text the user typed.
+            PartInput::Text(_) | PartInput::Agent(_) => {}
+        }
+    }
+    let model = request.model.as_ref().map(|model| ModelChoice {
+        provider: model.provider_id.clone(),
+        model: model.model_id.clone(),
+        variant: request.variant.clone(),
+    });
+    Ok(opencode_session_runtime::PromptRequest {
+        session_id: session_id.to_owned(),
+        prompt_id: request.message_id.clone(),
+        text: request.joined_text(),
+        files,
+        delivery,
+        agent: request.agent.clone(),
+        model,
+        admit_only: request.no_reply == Some(true),
+    })
+}
+
+/// The newest assistant message answering prompt `input`: one whose parent it is, else the newest
+/// assistant message after it (when several prompts were promoted at one boundary, replies name the
+/// last of them). `None` when nothing answered it.
+fn find_reply(
+    store: &opencode_session_store::Store,
+    session_id: &str,
+    input: &str,
+) -> Result<Option<MessageWithParts>, StoreError> {
+    store.read(|r| {
+        let mut before = None;
+        let mut newest_after = None;
+        loop {
+            let page = r.messages(session_id, before, REPLY_PAGE)?;
+            for message in page.messages.into_iter().rev() {
+                match &message.info {
+                    MessageInfo::Assistant(assistant) if assistant.parent_id == input => return Ok(Some(message)),
+                    MessageInfo::Assistant(_) if newest_after.is_none() => newest_after = Some(message),
+                    MessageInfo::User(user) if user.id == input => return Ok(newest_after),
+                    _ => {}
+                }
+            }
+            match page.older {
+                Some(older) => before = Some(older),
+                None => return Ok(None),
+            }
+        }
+    })
+}
+
+/// The HTTP meaning of a runtime failure.
+fn driver_error(err: RuntimeError) -> DriverError {
+    let message = format!("{err} ({})", err.hint());
+    match err {
+        RuntimeError::Store(StoreError::NotFound { .. }) => DriverError::NotFound(message),
+        RuntimeError::Store(StoreError::Conflict(_)) => DriverError::Busy(message),
+        RuntimeError::Store(StoreError::Invalid(_))
+        | RuntimeError::InvalidPrompt(_)
+        | RuntimeError::UnknownAgent { .. }
+        | RuntimeError::NoModel { .. }
+        | RuntimeError::Catalog(_) => DriverError::Invalid(message),
+        _ => DriverError::Failed(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::FilePartInput;
+    use crate::driver::PromptModel;
+    use crate::driver::TextPartInput;
+
+    #[test]
+    fn text_parts_join_and_files_travel_with_the_prompt() {
+        let request = PromptRequest {
+            message_id: Some("msg_1".into()),
+            model: Some(PromptModel { provider_id: "mock".into(), model_id: "m".into() }),
+            variant: Some("high".into()),
+            parts: vec![
+                PartInput::Text(TextPartInput { text: "look at".into(), ..TextPartInput::default() }),
+                PartInput::File(FilePartInput {
+                    id: None,
+                    mime: "text/plain".into(),
+                    filename: Some("a.txt".into()),
+                    url: "file:///a.txt".into(),
+                    source: None,
+                }),
+                PartInput::Text(TextPartInput { text: "this".into(), ..TextPartInput::default() }),
+            ],
+            ..PromptRequest::default()
+        };
+        let prompt = runtime_prompt("ses_1", request, Delivery::Queue).unwrap();
+        assert_eq!(prompt.text, "look at\nthis");
+        assert_eq!(prompt.prompt_id.as_deref(), Some("msg_1"));
+        assert_eq!(prompt.delivery, Delivery::Queue);
+        assert_eq!(
+            prompt.files,
+            vec![PromptFile { url: "file:///a.txt".into(), mime: "text/plain".into(), name: Some("a.txt".into()) }]
+        );
+        assert_eq!(
+            prompt.model,
+            Some(ModelChoice { provider: "mock".into(), model: "m".into(), variant: Some("high".into()) })
+        );
+        assert!(!prompt.admit_only);
+    }
+
+    #[test]
+    fn deltas_and_status_become_opencode_events() {
+        let delta = RuntimeEvent::Delta {
+            session_id: "ses_1".into(),
+            message_id: "msg_1".into(),
+            part_id: "prt_1".into(),
+            kind: DeltaKind::Text,
+            delta: "hi".into(),
+        };
+        assert_eq!(
+            opencode_events(delta),
+            vec![DriverEvent::Live(LiveEvent {
+                kind: "message.part.delta".into(),
+                properties: json!({"sessionID": "ses_1", "messageID": "msg_1", "partID": "prt_1", "field": "text", "delta": "hi"}),
+            })]
+        );
+        let idle =
+            RuntimeEvent::Status { session_id: "ses_1".into(), status: opencode_session_runtime::SessionStatus::Idle };
+        let kinds: Vec<(String, serde_json::Value)> = opencode_events(idle)
+            .into_iter()
+            .filter_map(|event| match event {
+                DriverEvent::Live(live) => Some((live.kind, live.properties)),
+                DriverEvent::Durable(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("session.status".to_owned(), json!({"sessionID": "ses_1", "status": {"type": "idle"}})),
+                ("session.idle".to_owned(), json!({"sessionID": "ses_1"})),
+            ]
+        );
+        let tool_input = RuntimeEvent::Delta {
+            session_id: "ses_1".into(),
+            message_id: "msg_1".into(),
+            part_id: "prt_1".into(),
+            kind: DeltaKind::ToolInput,
+            delta: "{".into(),
+        };
+        assert_eq!(opencode_events(tool_input), Vec::new());
+    }
+}
