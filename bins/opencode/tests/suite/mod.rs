@@ -1,4 +1,5 @@
 mod auth;
 mod debug_config;
 mod models;
+mod run;
 mod support;
