@@ -1,5 +1,7 @@
 mod auth;
+mod crash;
 mod debug_config;
 mod models;
 mod run;
+mod sessions;
 mod support;
