@@ -85,7 +85,10 @@ async fn drive(
     let mut events = runtime.subscribe();
     let mut pending = permissions.subscribe();
     let run = runtime.run(request);
-    tokio::pin!(run);
+    // One listener for the whole run: a fresh `ctrl_c()` per iteration would miss a signal that
+    // arrives between two polls.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(run, ctrl_c);
     let mut interrupted = false;
     let result = loop {
         tokio::select! {
@@ -100,7 +103,7 @@ async fn drive(
                     answer(permissions, &request, auto);
                 }
             }
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
+            _ = &mut ctrl_c, if !interrupted => {
                 interrupted = true;
                 eprintln!("interrupting…");
                 runtime.interrupt(&session_id);

@@ -123,3 +123,47 @@ fn a_run_killed_mid_tool_never_runs_the_tool_again() {
     assert_eq!(tool["state"]["status"], "error");
     assert_eq!(tool["state"]["error"], "Tool execution interrupted");
 }
+
+#[test]
+fn ctrl_c_interrupts_the_run_and_exits_130() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockProvider::start()).unwrap();
+    let home = Home::new();
+    let first =
+        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Thinking about"}}]});
+    mock.push(MockResponse::sse([first.to_string()]).then_stall());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_opencode"))
+        .env_clear()
+        .env("HOME", home.path().join("home"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_CONFIG_CONTENT", mock_config(&mock, json!({})))
+        .current_dir(home.work())
+        .args(["run", "a long question"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("Thinking about") {
+        let read = out.read(&mut buffer).unwrap();
+        assert!(read > 0, "the run ended before streaming");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{err}");
+    assert!(err.contains("error: interrupted\nhint: "), "{err}");
+
+    // The interrupted session continues.
+    mock.push(text("Answered."));
+    let again = home.run(&mock, &["-c", "go on"]).output().unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    let sent = transcript(&requests(&mock)[1]);
+    assert_eq!(sent.first().map(String::as_str), Some("user: a long question"));
+    assert_eq!(sent.last().map(String::as_str), Some("user: go on"));
+}
