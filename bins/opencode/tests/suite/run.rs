@@ -248,3 +248,24 @@ fn walk(root: &std::path::Path) -> Vec<(String, String)> {
     }
     out
 }
+
+#[test]
+fn model_and_agent_flags_are_used_and_checked() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    mock.push(text("planned"));
+    let extra = json!({"provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
+        "models": {"m": {"tool_call": true}, "big": {"tool_call": true}}}}});
+    let output =
+        home.run_with(&mock, extra.clone(), &["-m", "mock/big", "--agent", "plan", "plan it"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(mock.requests()[0].body_json().unwrap()["model"], "big");
+    let bad_model = home.run_with(&mock, extra.clone(), &["-m", "big", "hi"]).output().unwrap();
+    assert_eq!(bad_model.status.code(), Some(1));
+    assert!(stderr(&bad_model).contains("is not of the form provider/model"), "{}", stderr(&bad_model));
+    let bad_agent = home.run_with(&mock, extra, &["--agent", "nope", "hi"]).output().unwrap();
+    assert_eq!(bad_agent.status.code(), Some(1));
+    assert!(stderr(&bad_agent).starts_with("error: unknown agent \"nope\""), "{}", stderr(&bad_agent));
+    assert_eq!(mock.requests().len(), 1, "nothing is sent for a bad flag");
+}
