@@ -42,6 +42,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-tool-registry", "tools"),
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
+    ("opencode", "run"),
 ];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.

@@ -1,6 +1,8 @@
 //! The command line, as clap types.
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(name = "opencode", version, about = "The open source AI coding agent")]
@@ -11,6 +13,23 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run opencode with a message, headless: streams the answer, then exits.
+    Run(RunArgs),
+    /// List, show and delete sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Print a session (info and messages with their parts) as JSON.
+    Export {
+        /// The session id (default: the latest session of this directory).
+        session: Option<String>,
+    },
+    /// Import a session from a JSON file written by `opencode export`.
+    Import {
+        /// The exported file (`-` for standard input).
+        file: PathBuf,
+    },
+    /// Run the OpenCode-compatible HTTP API server, headless.
+    Serve(ServeArgs),
     /// List models as provider/model.
     Models(ModelsArgs),
     /// Manage provider credentials.
@@ -19,6 +38,19 @@ pub enum Command {
     /// Troubleshooting tools.
     #[command(subcommand)]
     Debug(DebugCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = opencode_http_api::DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub hostname: String,
+    /// Extra origins allowed by CORS (repeatable).
+    #[arg(long)]
+    pub cors: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -54,4 +86,74 @@ pub enum AuthCommand {
 pub enum DebugCommand {
     /// Print the merged configuration with the source of each value.
     Config,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The message to send (joined with spaces; standard input is appended when it is not a terminal).
+    pub message: Vec<String>,
+    /// The model, as provider/model (default: `model` from opencode.json).
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// The agent to use (default: the session's, else `build`).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Continue the latest session of this directory.
+    #[arg(short, long = "continue")]
+    pub continue_: bool,
+    /// Continue this session.
+    #[arg(short, long, conflicts_with = "continue_")]
+    pub session: Option<String>,
+    /// Fork the session given by --continue or --session and continue the copy.
+    #[arg(long)]
+    pub fork: bool,
+    /// Attach a file (repeatable).
+    #[arg(short, long = "file")]
+    pub files: Vec<PathBuf>,
+    /// Output format: `default` (text) or `json` (one JSON event per line).
+    #[arg(long, value_enum, default_value_t = Format::Default)]
+    pub format: Format,
+    /// Title of a new session.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Approve every permission request (without it they are rejected: nobody is there to answer).
+    #[arg(long, visible_alias = "yolo", alias = "dangerously-skip-permissions")]
+    pub auto: bool,
+    /// Show the model's reasoning.
+    #[arg(long)]
+    pub thinking: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Default,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// List sessions, latest activity first.
+    #[command(alias = "ls")]
+    List {
+        /// Sessions of every directory, not only this one.
+        #[arg(long)]
+        all: bool,
+        /// At most this many.
+        #[arg(short = 'n', long, default_value_t = 50)]
+        max_count: usize,
+        /// Output format: `table` or `json`.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Print a session's transcript.
+    Show { session: String },
+    /// Delete a session with its messages and child sessions.
+    #[command(alias = "rm")]
+    Delete { session: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
 }

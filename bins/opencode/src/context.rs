@@ -1,8 +1,15 @@
-//! What every command starts from: the environment, directories, configuration and catalog.
+//! What every command starts from: the environment, directories, configuration and catalog; and, for
+//! the commands that need them, the session store and the session runtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
 use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
+use opencode_session_runtime::{RegistryTools, RuntimeError, SessionRuntime, StandardLocations};
+use opencode_session_store::Store;
+use opencode_tool_registry::Permissions;
 
 use crate::error::CliError;
 
@@ -10,6 +17,14 @@ pub struct Context {
     pub env: Env,
     pub paths: Paths,
     pub loaded: LoadedConfig,
+    /// The working directory: sessions created here belong to it.
+    pub cwd: PathBuf,
+}
+
+/// A session runtime with the standard tools, and the permission service that answers their requests.
+pub struct Engine {
+    pub runtime: SessionRuntime,
+    pub permissions: Arc<Permissions>,
 }
 
 impl Context {
@@ -19,12 +34,12 @@ impl Context {
         let env = Env::from_process();
         let cwd =
             std::env::current_dir().map_err(|err| CliError::Io(format!("cannot read the working directory: {err}")))?;
-        let options = LoadOptions::new(env.clone(), cwd);
+        let options = LoadOptions::new(env.clone(), cwd.clone());
         let loaded = opencode_config::load(&options);
         for error in &loaded.errors {
             eprintln!("warning: {error} (skipped; {})", error.hint());
         }
-        Ok(Self { env, paths: options.paths, loaded })
+        Ok(Self { env, paths: options.paths, loaded, cwd })
     }
 
     pub fn auth(&self) -> AuthStore {
@@ -39,5 +54,32 @@ impl Context {
         }
         let catalog = catalog.with_config(&self.loaded.config)?;
         Ok((catalog, origin))
+    }
+
+    /// The session database (created on first use).
+    pub fn store(&self) -> Result<Arc<Store>, CliError> {
+        let data = &self.paths.data;
+        std::fs::create_dir_all(data)
+            .map_err(|err| CliError::Io(format!("cannot create {}: {err}", data.display())))?;
+        Ok(Arc::new(Store::open(self.paths.database())?))
+    }
+
+    /// The session runtime over the store, with the standard tools in every Location. Must be called
+    /// inside a tokio runtime.
+    pub fn engine(&self, store: Arc<Store>) -> Result<Engine, CliError> {
+        let (catalog, _) = self.catalog()?;
+        let config = self.loaded.config.clone();
+        let llm = opencode_llm::LlmClient::new().map_err(RuntimeError::Provider)?;
+        let permissions = Arc::new(Permissions::in_memory());
+        let (tool_config, tool_paths, tool_permissions) =
+            (config.clone(), self.paths.clone(), Arc::clone(&permissions));
+        let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone()).with_tools(move |dir| {
+            Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?))
+        });
+        let runtime = SessionRuntime::builder(store, llm, Arc::new(catalog), Arc::new(config), self.paths.clone())
+            .env(self.env.clone())
+            .locations(locations)
+            .build();
+        Ok(Engine { runtime, permissions })
     }
 }

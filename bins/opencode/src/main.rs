@@ -14,9 +14,14 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err}");
-            eprintln!("hint: {}", err.hint());
-            ExitCode::FAILURE
+            // One line each, whatever the underlying message holds.
+            eprintln!("error: {}", one_line(&err.to_string()));
+            eprintln!("hint: {}", one_line(err.hint()));
+            ExitCode::from(err.exit_code())
         }
     }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -3,6 +3,10 @@
 mod auth;
 mod debug;
 mod models;
+mod output;
+mod run;
+mod serve;
+mod sessions;
 
 use crate::cli::{Cli, Command, DebugCommand};
 use crate::context::Context;
@@ -11,6 +15,11 @@ use crate::error::CliError;
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let context = Context::load()?;
     match cli.command {
+        Command::Run(args) => run::run(&context, args),
+        Command::Session(command) => sessions::run(&context, command),
+        Command::Export { session } => sessions::export(&context, session.as_deref()),
+        Command::Import { file } => sessions::import(&context, &file),
+        Command::Serve(args) => serve::run(&context, args),
         Command::Models(args) => models::run(&context, &args),
         Command::Auth(command) => auth::run(&context, command),
         Command::Debug(DebugCommand::Config) => debug::config(&context),
@@ -24,4 +33,13 @@ fn emit(out: &mut impl std::io::Write, text: std::fmt::Arguments<'_>) -> Result<
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(err) => Err(CliError::Io(format!("cannot write output: {err}"))),
     }
+}
+
+/// A tokio runtime for the commands that drive sessions.
+fn tokio_runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| CliError::Io(format!("cannot start the async runtime: {err}")))
 }

@@ -1,0 +1,256 @@
+//! `opencode run [message..]`: one prompt, headless. Picks or creates the session (`-c`, `-s`,
+//! `--fork`), admits the prompt through the session runtime, prints the answer as it streams (or one
+//! JSON event per line), answers permission requests (rejects them, or approves them with `--auto`:
+//! nobody is there to ask), and exits when the session is idle: zero when the run completed,
+//! non-zero with the cause and a hint when it failed.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use opencode_session_runtime::{DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime};
+use opencode_session_store::{NewSession, Session, SessionQuery, Store, Tokens};
+use opencode_tool_registry::{PendingEvent, PendingKind, PendingRequest, Permissions, Reply};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::output::Printer;
+use crate::cli::{Format, RunArgs};
+use crate::context::Context;
+use crate::error::CliError;
+
+/// How to get going without a model, in one hint line.
+const NO_MODEL_HINT: &str = "set an API key (`opencode auth login anthropic`, or ANTHROPIC_API_KEY=...) and pass \
+                             `-m anthropic/claude-sonnet-4-5` or set \"model\" in opencode.json; or add a local \
+                             OpenAI-compatible server (Ollama, LM Studio) under \"provider\" in opencode.json with \
+                             options.baseURL, e.g. http://localhost:11434/v1";
+
+pub fn run(context: &Context, args: RunArgs) -> Result<(), CliError> {
+    let (text, files) = message(context, &args)?;
+    let model = args.model.as_deref().map(ModelChoice::parse).transpose()?;
+    let store = context.store()?;
+    let base = base_session(context, &store, &args)?;
+    let has_model = model.is_some()
+        || base.as_ref().is_some_and(|session| session.model.is_some())
+        || context.loaded.config.model.is_some()
+        || agent_has_model(context, args.agent.as_deref());
+    if !has_model {
+        return Err(CliError::usage("no model configured", NO_MODEL_HINT));
+    }
+    let runtime = super::tokio_runtime()?;
+    let result = runtime.block_on(async {
+        let engine = context.engine(store.clone())?;
+        let session = match (base, args.fork) {
+            (Some(base), true) => store.write(|tx| tx.fork_session(&base.id, None))?,
+            (Some(base), false) => base,
+            (None, true) => {
+                return Err(CliError::usage("--fork needs a session to fork", "add --continue or --session <id>"));
+            }
+            (None, false) => {
+                let new = NewSession { title: args.title.clone(), ..NewSession::default() };
+                engine.runtime.create_session(&context.cwd, new).await?
+            }
+        };
+        let mut request = PromptRequest::text(&session.id, text);
+        request.files = files;
+        request.model = model;
+        request.agent = args.agent.clone();
+        let printer = Printer::new(args.format, args.thinking, &session.id);
+        drive(&engine.runtime, &engine.permissions, request, printer, args.auto).await.map(|result| (session, result))
+    });
+    // Nothing left to wait for: do not let a lingering blocking task hold the exit.
+    runtime.shutdown_background();
+    let (before, result) = result?;
+    match result.outcome {
+        DrainOutcome::Completed | DrainOutcome::Idle => {
+            if args.format == Format::Default {
+                eprintln!("{}", usage_line(&before, &result.session));
+            }
+            Ok(())
+        }
+        DrainOutcome::Interrupted => Err(CliError::Interrupted),
+        DrainOutcome::Failed { message, hint } => Err(CliError::Failed { message, hint }),
+    }
+}
+
+/// Admits the prompt and runs the session until idle, printing events and answering permission
+/// requests as they come; Ctrl-C interrupts the run.
+async fn drive(
+    runtime: &SessionRuntime,
+    permissions: &Permissions,
+    request: PromptRequest,
+    mut printer: Printer,
+    auto: bool,
+) -> Result<RunResult, CliError> {
+    let session_id = request.session_id.clone();
+    let mut events = runtime.subscribe();
+    let mut pending = permissions.subscribe();
+    let run = runtime.run(request);
+    // One listener for the whole run: a fresh `ctrl_c()` per iteration would miss a signal that
+    // arrives between two polls.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(run, ctrl_c);
+    let mut interrupted = false;
+    let result = loop {
+        tokio::select! {
+            result = &mut run => break result?,
+            event = events.recv() => match event {
+                Ok(event) => printer.event(&event)?,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => {}
+            },
+            asked = pending.recv() => {
+                if let Ok(PendingEvent::Asked(request)) = asked {
+                    answer(permissions, &request, auto);
+                }
+            }
+            _ = &mut ctrl_c, if !interrupted => {
+                interrupted = true;
+                eprintln!("interrupting…");
+                runtime.interrupt(&session_id);
+            }
+        }
+    };
+    // Durable events are published before the run reports idle; print what is still queued.
+    while let Ok(event) = events.try_recv() {
+        printer.event(&event)?;
+    }
+    printer.finish()?;
+    Ok(result)
+}
+
+/// Nobody is there to answer: reject, or approve once with `--auto`. Questions are always dismissed.
+fn answer(permissions: &Permissions, request: &PendingRequest, auto: bool) {
+    let (reply, note) = match &request.kind {
+        PendingKind::Permission(ask) => {
+            let what = format!("{} ({})", ask.permission, ask.patterns.join(", "));
+            if auto {
+                (Reply::Once, format!("permission {what} approved (--auto)"))
+            } else {
+                let reply = Reply::Reject { message: None };
+                (
+                    reply,
+                    format!(
+                        "permission requested: {what}; rejected because the run is non-interactive (pass --auto to approve)"
+                    ),
+                )
+            }
+        }
+        PendingKind::Question { .. } => (
+            Reply::Reject { message: Some("nobody can answer questions in a non-interactive run".to_owned()) },
+            "question dismissed: the run is non-interactive".to_owned(),
+        ),
+    };
+    eprintln!("{note}");
+    if let Err(err) = permissions.reply(&request.id, reply) {
+        eprintln!("warning: {err}");
+    }
+}
+
+/// The prompt text (arguments, then standard input when it is not a terminal) and the attachments.
+fn message(context: &Context, args: &RunArgs) -> Result<(String, Vec<PromptFile>), CliError> {
+    let mut text = args.message.join(" ");
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut piped = String::new();
+        stdin
+            .lock()
+            .read_to_string(&mut piped)
+            .map_err(|err| CliError::Io(format!("cannot read standard input: {err}")))?;
+        let piped = piped.trim_end();
+        if !piped.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(piped);
+        }
+    }
+    let files = attachments(&context.cwd, &args.files, &mut text)?;
+    if text.trim().is_empty() && files.is_empty() {
+        return Err(CliError::usage("no message given", "pass it as arguments: opencode run \"explain this repo\""));
+    }
+    Ok((text, files))
+}
+
+/// Images and PDFs become file parts (data URLs); other files must be UTF-8 text and are inlined
+/// after the message, each under its path, since most providers accept no other file type.
+fn attachments(cwd: &Path, paths: &[PathBuf], text: &mut String) -> Result<Vec<PromptFile>, CliError> {
+    let mut files = Vec::new();
+    for path in paths {
+        let full = cwd.join(path);
+        let bytes = std::fs::read(&full)
+            .map_err(|err| CliError::Io(format!("cannot read attachment {}: {err}", path.display())))?;
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned());
+        if let Some(mime) = media_type(path) {
+            let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            files.push(PromptFile { url: format!("data:{mime};base64,{data}"), mime: mime.to_owned(), name });
+            continue;
+        }
+        let Ok(content) = String::from_utf8(bytes) else {
+            return Err(CliError::usage(
+                format!("{} is a binary file of a type that cannot be attached", path.display()),
+                "attach text files, images (png, jpeg, gif, webp) or PDFs",
+            ));
+        };
+        text.push_str(&format!("\n\n<file path=\"{}\">\n{}\n</file>", path.display(), content.trim_end()));
+    }
+    Ok(files)
+}
+
+fn media_type(path: &Path) -> Option<&'static str> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    Some(match extension.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "pdf" => "application/pdf",
+        _ => return None,
+    })
+}
+
+/// The session `-s` names, or the latest of this directory for `-c`; `None` for a new session.
+fn base_session(context: &Context, store: &Store, args: &RunArgs) -> Result<Option<Session>, CliError> {
+    if let Some(id) = &args.session {
+        return match store.read(|r| r.session(id))? {
+            Some(session) => Ok(Some(session)),
+            None => Err(CliError::usage(format!("no session `{id}`"), "run `opencode session list` to see sessions")),
+        };
+    }
+    if args.continue_ {
+        return latest_session(store, &context.cwd);
+    }
+    Ok(None)
+}
+
+/// The root session of `directory` with the latest activity.
+pub fn latest_session(store: &Store, directory: &Path) -> Result<Option<Session>, CliError> {
+    let query = SessionQuery {
+        directory: Some(directory.display().to_string()),
+        roots_only: true,
+        limit: 1,
+        ..SessionQuery::default()
+    };
+    Ok(store.read(|r| r.list_sessions(&query))?.sessions.into_iter().next())
+}
+
+fn agent_has_model(context: &Context, agent: Option<&str>) -> bool {
+    let config = &context.loaded.config;
+    config.agent.get(agent.unwrap_or(opencode_session_runtime::DEFAULT_AGENT)).is_some_and(|a| a.model.is_some())
+}
+
+/// `tokens: 120 in, 6 out · $0.0012` for what this run added to the session.
+fn usage_line(before: &Session, after: &Session) -> String {
+    let delta = |a: u64, b: u64| b.saturating_sub(a);
+    let (old, new): (&Tokens, &Tokens) = (&before.tokens, &after.tokens);
+    let mut line = format!("tokens: {} in, {} out", delta(old.input, new.input), delta(old.output, new.output));
+    let reasoning = delta(old.reasoning, new.reasoning);
+    if reasoning > 0 {
+        line.push_str(&format!(", {reasoning} reasoning"));
+    }
+    let (read, write) = (delta(old.cache.read, new.cache.read), delta(old.cache.write, new.cache.write));
+    if read > 0 || write > 0 {
+        line.push_str(&format!(", cache {read} read / {write} write"));
+    }
+    line.push_str(&format!(" · cost ${:.4}", (after.cost - before.cost).max(0.0)));
+    line
+}

@@ -1,0 +1,52 @@
+//! `opencode serve` through the built binary: it listens, answers OpenCode's health route, and a taken
+//! port is a clear error.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+
+use super::support::Home;
+
+fn get(address: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_listens_and_answers_health() {
+    let home = Home::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_opencode"))
+        .args(["serve", "--port", "0"])
+        .env_clear()
+        .env("HOME", home.path().join("home"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .current_dir(home.work())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().last().unwrap_or_default().to_owned();
+    let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let response = get(&address, "/global/health");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(line.starts_with("opencode server listening on http://127.0.0.1:"), "{line}");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"healthy\":true"), "{response}");
+}
+
+#[test]
+fn a_taken_port_is_a_one_line_error_with_a_hint() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let home = Home::new();
+    let output = home.opencode(&["serve", "--port", &port]).assert().failure().get_output().clone();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&port), "{stderr}");
+    assert!(stderr.lines().any(|line| line.starts_with("hint: ") && line.contains("--port")), "{stderr}");
+}
