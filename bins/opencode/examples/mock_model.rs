@@ -4,9 +4,8 @@
 //! answer, word by word, to every request, and prints the configuration that points opencode at it.
 //!
 //! ```sh
-//! cargo run -p opencode --example mock_model          # terminal 1: prints an `export ...` line
-//! export OPENCODE_CONFIG_CONTENT='...'                # terminal 2: paste it, then
-//! cargo run -p opencode -- run "Say hello"
+//! cargo run -p opencode --example mock_model -- run "Say hello"   # one command: runs `opencode run` against it
+//! cargo run -p opencode --example mock_model          # or keep it serving: prints an `export ...` line
 //! ```
 
 use std::time::Duration;
@@ -26,6 +25,10 @@ async fn main() {
             "models": {"echo": {"name": "Mock", "tool_call": true, "limit": {"context": 128_000, "output": 4_096}}}}},
         "model": "mock/echo"
     });
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() {
+        std::process::exit(run_opencode(&mock, config.to_string(), args).await);
+    }
     println!("mock model listening on {}/v1 (Ctrl-C stops it)", mock.base_url());
     println!("in another terminal:\n");
     println!("  export OPENCODE_CONFIG_CONTENT='{config}'");
@@ -37,6 +40,30 @@ async fn main() {
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(20)) => {}
             _ = tokio::signal::ctrl_c() => return,
+        }
+    }
+}
+
+/// Runs `opencode <args>` (through cargo) pointed at the mock, serving answers until it exits.
+async fn run_opencode(mock: &MockProvider, config: String, args: Vec<String>) -> i32 {
+    let child = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO"))
+            .args(["run", "-q", "-p", "opencode", "--"])
+            .args(args)
+            .env("OPENCODE_CONFIG_CONTENT", config)
+            .status()
+    });
+    tokio::pin!(child);
+    loop {
+        while mock.remaining() < 2 {
+            mock.push(answer());
+        }
+        tokio::select! {
+            status = &mut child => {
+                let status = status.expect("the opencode process was lost").expect("cannot run cargo");
+                return status.code().unwrap_or(1);
+            }
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
         }
     }
 }
