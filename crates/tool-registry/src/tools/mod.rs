@@ -11,6 +11,7 @@ pub mod read;
 pub mod skill;
 pub mod task;
 pub mod todo;
+pub mod webfetch;
 pub mod write;
 
 pub use bash::EnvOverlay;

@@ -6,3 +6,4 @@ mod registry;
 mod scenarios;
 mod support;
 mod tools;
+mod web;
