@@ -12,6 +12,7 @@ pub mod skill;
 pub mod task;
 pub mod todo;
 pub mod webfetch;
+pub mod websearch;
 pub mod write;
 
 pub use bash::EnvOverlay;

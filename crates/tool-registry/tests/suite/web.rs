@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
+use futures_util::future::BoxFuture;
 use opencode_config::PermissionAction;
 use opencode_tool_registry::PendingEvent;
 use opencode_tool_registry::PendingKind;
@@ -19,8 +20,13 @@ use opencode_tool_registry::SettlementStatus;
 use opencode_tool_registry::ToolCall;
 use opencode_tool_registry::tools::webfetch::MAX_RESPONSE_BYTES;
 use opencode_tool_registry::tools::webfetch::WebFetch;
+use opencode_tool_registry::tools::websearch;
+use opencode_tool_registry::tools::websearch::SearchBackend;
+use opencode_tool_registry::tools::websearch::SearchQuery;
+use opencode_tool_registry::tools::websearch::SearchResult;
 use opencode_tool_registry::typed;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::support::Env;
 
@@ -176,4 +182,83 @@ async fn webfetch_asks_permission_with_the_url() {
     let call = ToolCall { input: json!({"url": url, "format": "text"}), ..call };
     let denied = env.registry.execute(&call, &env.ctx_with(Arc::new(agent))).await.unwrap();
     assert!(denied.text.contains("prevents you from using this specific tool call"), "{}", denied.text);
+}
+
+/// Answers every query with numbered fake hits, or fails on `fail`.
+struct FakeSearch;
+
+impl SearchBackend for FakeSearch {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn search<'a>(
+        &'a self,
+        query: SearchQuery,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Vec<SearchResult>, String>> {
+        Box::pin(async move {
+            if query.query == "fail" {
+                return Err("quota exceeded".to_owned());
+            }
+            Ok((1..=30)
+                .map(|n| SearchResult {
+                    title: format!("{} #{n}", query.query),
+                    url: format!("https://example.com/{n}"),
+                    snippet: format!("snippet\n  number {n}"),
+                })
+                .collect())
+        })
+    }
+}
+
+fn search_call(input: serde_json::Value) -> ToolCall {
+    ToolCall { call_id: "c".into(), name: "websearch".into(), input }
+}
+
+#[tokio::test]
+async fn websearch_is_offered_only_with_a_backend() {
+    let env = Env::new();
+    assert_eq!(websearch::register(&env.registry, None).unwrap(), None);
+    let names: Vec<String> = env.registry.definitions(&env.agent("build")).into_iter().map(|d| d.name).collect();
+    assert!(!names.contains(&"websearch".to_owned()), "{names:?}");
+    let reason = env.registry.unavailable_reason("websearch").unwrap();
+    assert!(reason.starts_with("no web search backend configured: "), "{reason}");
+    let called = env.registry.execute(&search_call(json!({"query": "rust"})), &env.ctx("build")).await.unwrap();
+    assert_eq!(called.status, SettlementStatus::Error);
+    assert!(called.text.contains(&format!("'websearch' ({reason})")), "{}", called.text);
+
+    assert!(websearch::register(&env.registry, Some(Arc::new(FakeSearch))).unwrap().is_some());
+    assert_eq!(env.registry.unavailable_reason("websearch"), None);
+    let offered = env.registry.definitions(&env.agent("explore"));
+    let definition = offered.iter().find(|d| d.name == "websearch").unwrap();
+    assert_eq!(definition.input_schema["required"], json!(["query"]));
+}
+
+#[tokio::test]
+async fn websearch_formats_backend_results_and_errors() {
+    let env = Env::new();
+    websearch::register(&env.registry, Some(Arc::new(FakeSearch))).unwrap();
+    let ctx = env.ctx("build");
+    let two = env.registry.execute(&search_call(json!({"query": "tokio", "numResults": 2})), &ctx).await.unwrap();
+    assert_eq!(
+        two.text,
+        "Search results for \"tokio\" (2 from fake):\n\n1. tokio #1\n   https://example.com/1\n   snippet number 1\n\
+         \n2. tokio #2\n   https://example.com/2\n   snippet number 2\n"
+    );
+    assert_eq!(two.structured.as_ref().unwrap()["results"][1]["url"], "https://example.com/2");
+    let default = env.registry.execute(&search_call(json!({"query": "axum"})), &ctx).await.unwrap();
+    assert_eq!(default.structured.unwrap()["results"].as_array().unwrap().len(), websearch::DEFAULT_RESULTS);
+    let capped = env.registry.execute(&search_call(json!({"query": "serde", "numResults": 99})), &ctx).await.unwrap();
+    assert_eq!(capped.structured.unwrap()["results"].as_array().unwrap().len(), websearch::MAX_RESULTS);
+    let failed = env.registry.execute(&search_call(json!({"query": "fail"})), &ctx).await.unwrap();
+    assert_eq!(failed.status, SettlementStatus::Error);
+    assert_eq!(failed.text, "Web search failed (fake): quota exceeded");
+    let empty = env.registry.execute(&search_call(json!({"query": "  "})), &ctx).await.unwrap();
+    assert_eq!(empty.text, "The search query is empty; say what to search for");
+    let mut agent = (*env.agent("build")).clone();
+    agent.permission.push(Rule::new("websearch", "*secret*", PermissionAction::Deny));
+    let denied =
+        env.registry.execute(&search_call(json!({"query": "my secret key"})), &env.ctx_with(Arc::new(agent))).await;
+    assert!(denied.unwrap().text.contains("prevents you from using this specific tool call"));
 }
