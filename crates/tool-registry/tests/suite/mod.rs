@@ -2,6 +2,7 @@ mod aux;
 mod bounding;
 mod location;
 mod permissions;
+mod plan;
 mod registry;
 mod scenarios;
 mod support;
