@@ -69,6 +69,8 @@ pub enum RegistryError {
     InvalidName(String),
     #[error("cannot prepare the tool output directory {}: {reason}", path.display())]
     OutputDir { path: PathBuf, reason: String },
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(String),
 }
 
 impl RegistryError {
@@ -77,6 +79,7 @@ impl RegistryError {
         match self {
             Self::InvalidName(_) => "rename the tool: a letter, then up to 63 letters, digits, `_` or `-`",
             Self::OutputDir { .. } => "check that the data directory exists and is writable",
+            Self::HttpClient(_) => "check the TLS setup of this build (rustls with the ring provider)",
         }
     }
 }

@@ -79,6 +79,8 @@ pub struct ToolRegistry {
     tools: RwLock<Vec<(RegistrationId, Arc<dyn Tool>)>>,
     next_id: AtomicU64,
     recent: Mutex<HashMap<String, VecDeque<(String, String)>>>,
+    /// Why a known tool is not offered (e.g. `websearch` without a backend).
+    unavailable: RwLock<HashMap<String, String>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -101,6 +103,7 @@ impl ToolRegistry {
             tools: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(1),
             recent: Mutex::new(HashMap::new()),
+            unavailable: RwLock::new(HashMap::new()),
         })
     }
 
@@ -116,6 +119,7 @@ impl ToolRegistry {
     pub fn register(&self, tool: Arc<dyn Tool>) -> Result<RegistrationId, RegistryError> {
         validate_name(tool.name())?;
         let id = RegistrationId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        write(&self.unavailable).remove(tool.name());
         write(&self.tools).push((id, tool));
         Ok(id)
     }
@@ -126,6 +130,20 @@ impl ToolRegistry {
         let before = tools.len();
         tools.retain(|(existing, _)| *existing != id);
         tools.len() != before
+    }
+
+    /// Records why a tool is not offered; a call to it settles with this reason. Registering a tool
+    /// of that name clears it.
+    pub fn mark_unavailable(&self, name: &str, reason: impl Into<String>) {
+        write(&self.unavailable).insert(name.to_owned(), reason.into());
+    }
+
+    /// Why `name` is not offered, when it is absent for a recorded reason.
+    pub fn unavailable_reason(&self, name: &str) -> Option<String> {
+        if self.get(name).is_some() {
+            return None;
+        }
+        read(&self.unavailable).get(name).cloned()
     }
 
     /// The active tool of that name.
@@ -161,8 +179,9 @@ impl ToolRegistry {
         let tool = self.get(&call.name).filter(|_| !ctx.agent.permission.hides_tool(&call.name));
         let Some(tool) = tool else {
             let available = self.definitions(&ctx.agent).into_iter().map(|d| d.name).collect::<Vec<_>>().join(", ");
+            let why = self.unavailable_reason(&call.name).map(|reason| format!(" ({reason})")).unwrap_or_default();
             let message =
-                format!("Model tried to call unavailable tool '{}'. Available tools: {available}.", call.name);
+                format!("Model tried to call unavailable tool '{}'{why}. Available tools: {available}.", call.name);
             return Ok(self.failed(call, &ToolError::model(message)));
         };
         if let Err(err) = self.doom_loop_check(call, ctx).await {

@@ -195,6 +195,17 @@ impl ToolContext {
         .await
     }
 
+    /// Asks a permission for one pattern, approved `always` for every pattern (`*`).
+    pub async fn ask_any(&self, permission: &str, pattern: &str) -> Result<(), ToolError> {
+        self.ask(PermissionAsk {
+            permission: permission.to_owned(),
+            patterns: vec![pattern.to_owned()],
+            always: vec!["*".to_owned()],
+            metadata: Map::new(),
+        })
+        .await
+    }
+
     /// Reports progress metadata.
     pub fn progress(&self, title: Option<&str>, metadata: &Map<String, Value>) {
         self.progress.progress(&self.call_id, title, metadata);

@@ -6,11 +6,14 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod list;
+pub mod plan;
 pub mod question;
 pub mod read;
 pub mod skill;
 pub mod task;
 pub mod todo;
+pub mod webfetch;
+pub mod websearch;
 pub mod write;
 
 pub use bash::EnvOverlay;
@@ -36,6 +39,24 @@ pub fn register_filesystem_and_shell(
     registry.register(typed(edit::Edit))?;
     registry.register(typed(write::Write))?;
     registry.register(typed(apply_patch::ApplyPatch))?;
+    Ok(())
+}
+
+/// Registers the plan-mode tools (`plan_enter`, `plan_exit`); the agents' rules decide who sees them.
+pub fn register_plan_mode(registry: &ToolRegistry, files: plan::PlanFiles) -> Result<(), RegistryError> {
+    registry.register(typed(plan::PlanEnter(files.clone())))?;
+    registry.register(typed(plan::PlanExit(files)))?;
+    Ok(())
+}
+
+/// Registers `webfetch`, and `websearch` when a search backend is configured (else the registry
+/// records why it is absent).
+pub fn register_web(
+    registry: &ToolRegistry,
+    search: Option<Arc<dyn websearch::SearchBackend>>,
+) -> Result<(), RegistryError> {
+    registry.register(typed(webfetch::WebFetch::new()?))?;
+    websearch::register(registry, search)?;
     Ok(())
 }
 
