@@ -22,8 +22,7 @@ use opencode_session_store::Store;
 
 use crate::error::ApiError;
 
-/// The project id OpenCode gives folders outside git (and repositories without commits).
-pub const GLOBAL_PROJECT: &str = "global";
+pub use opencode_session_store::GLOBAL_PROJECT;
 
 /// One directory's context.
 pub struct Instance {

@@ -18,8 +18,6 @@ use opencode_config::Paths;
 use opencode_llm::LlmClient;
 use opencode_session_store::Delivery;
 use opencode_session_store::NewSession;
-use opencode_session_store::Project;
-use opencode_session_store::ProjectTime;
 use opencode_session_store::Session;
 use opencode_session_store::SessionInput;
 use opencode_session_store::SessionModel;
@@ -42,8 +40,7 @@ use crate::location::LocationFactory;
 use crate::location::StandardLocations;
 use crate::store::blocking;
 
-/// The project sessions are filed under when the caller does not manage projects.
-pub const GLOBAL_PROJECT: &str = "global";
+pub use opencode_session_store::GLOBAL_PROJECT;
 
 /// Tuning of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,18 +270,8 @@ impl SessionRuntime {
             store.write(|tx| {
                 let project =
                     if new.project_id.is_empty() { GLOBAL_PROJECT.to_owned() } else { new.project_id.clone() };
-                if project == GLOBAL_PROJECT && tx.reader().project(GLOBAL_PROJECT)?.is_none() {
-                    let time = ProjectTime { created: tx.now(), updated: tx.now(), initialized: None };
-                    tx.upsert_project(&Project {
-                        id: GLOBAL_PROJECT.to_owned(),
-                        worktree: "/".to_owned(),
-                        vcs: None,
-                        name: None,
-                        icon: None,
-                        commands: None,
-                        time,
-                        sandboxes: Vec::new(),
-                    })?;
+                if project == GLOBAL_PROJECT {
+                    tx.ensure_global_project()?;
                 }
                 tx.create_session(NewSession { project_id: project, directory, ..new })
             })

@@ -55,6 +55,7 @@ pub use part::RetryTime;
 pub use part::ToolEndTime;
 pub use part::ToolStartTime;
 pub use part::ToolState;
+pub use sessions::GLOBAL_PROJECT;
 pub use sessions::NewSession;
 pub use sessions::SessionPage;
 pub use sessions::SessionQuery;

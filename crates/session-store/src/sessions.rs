@@ -19,6 +19,7 @@ use crate::types::CacheTokens;
 use crate::types::MessageInfo;
 use crate::types::PermissionRuleEntry;
 use crate::types::Project;
+use crate::types::ProjectTime;
 use crate::types::Revert;
 use crate::types::Session;
 use crate::types::SessionModel;
@@ -85,7 +86,28 @@ pub struct SessionPage {
     pub next: Option<String>,
 }
 
+/// The project sessions outside any repository are filed under (OpenCode's `global`).
+pub const GLOBAL_PROJECT: &str = "global";
+
 impl Tx<'_> {
+    /// Creates the [`GLOBAL_PROJECT`] (worktree `/`) unless it exists.
+    pub fn ensure_global_project(&mut self) -> Result<()> {
+        if self.reader().project(GLOBAL_PROJECT)?.is_some() {
+            return Ok(());
+        }
+        let time = ProjectTime { created: self.now(), updated: self.now(), initialized: None };
+        self.upsert_project(&Project {
+            id: GLOBAL_PROJECT.to_owned(),
+            worktree: "/".to_owned(),
+            vcs: None,
+            name: None,
+            icon: None,
+            commands: None,
+            time,
+            sandboxes: Vec::new(),
+        })
+    }
+
     /// Inserts or replaces a project.
     pub fn upsert_project(&mut self, project: &Project) -> Result<()> {
         let data = serde_json::to_string(project).map_err(StoreError::decode("project"))?;

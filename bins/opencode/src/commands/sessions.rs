@@ -9,8 +9,7 @@ use std::path::Path;
 
 use opencode_session_runtime::GLOBAL_PROJECT;
 use opencode_session_store::{
-    MessageInfo, MessageWithParts, NewSession, Part, PartKind, Project, ProjectTime, Session, SessionQuery, Store,
-    StoreError, ToolState, Tx,
+    MessageInfo, MessageWithParts, NewSession, Part, PartKind, Session, SessionQuery, Store, StoreError, ToolState, Tx,
 };
 use serde::{Deserialize, Serialize};
 
@@ -106,7 +105,7 @@ fn write_session(tx: &mut Tx<'_>, exported: Imported) -> Result<(), StoreError> 
     let project = if tx.reader().project(&info.project_id)?.is_some() {
         info.project_id.clone()
     } else {
-        ensure_global_project(tx)?;
+        tx.ensure_global_project()?;
         GLOBAL_PROJECT.to_owned()
     };
     let parent = match &info.parent_id {
@@ -140,24 +139,6 @@ fn write_session(tx: &mut Tx<'_>, exported: Imported) -> Result<(), StoreError> 
         }
     }
     Ok(())
-}
-
-/// The project sessions without one of their own are filed under, as the runtime creates it.
-fn ensure_global_project(tx: &mut Tx<'_>) -> Result<(), StoreError> {
-    if tx.reader().project(GLOBAL_PROJECT)?.is_some() {
-        return Ok(());
-    }
-    let time = ProjectTime { created: tx.now(), updated: tx.now(), initialized: None };
-    tx.upsert_project(&Project {
-        id: GLOBAL_PROJECT.to_owned(),
-        worktree: "/".to_owned(),
-        vcs: None,
-        name: None,
-        icon: None,
-        commands: None,
-        time,
-        sandboxes: Vec::new(),
-    })
 }
 
 fn list(context: &Context, store: &Store, all: bool, max: usize, format: ListFormat) -> Result<(), CliError> {
