@@ -13,6 +13,7 @@
 //!   and [`Permissions`]: pending requests answered once, always or reject.
 
 mod agent;
+mod diff;
 mod error;
 mod id;
 mod location;
@@ -26,6 +27,7 @@ pub mod tools;
 pub use agent::Agent;
 pub use agent::AgentDirs;
 pub use agent::Agents;
+pub use diff::FileDiff;
 pub use error::PermissionFailure;
 pub use error::RegistryError;
 pub use error::ToolError;

@@ -1,10 +1,15 @@
-//! `edit`: exact string replacement, with a whitespace-tolerant line match as fallback and failure
-//! messages that show the nearest candidates so the model can correct its `oldString`.
+//! `edit`: string replacement with OpenCode's chain of replacers when the exact text is not in the
+//! file (trimmed lines, anchored blocks, collapsed whitespace, flexible indentation, over-escaped
+//! text, trimmed boundaries, context), refusing ambiguous matches and showing the nearest
+//! candidates on a miss so the model can correct its `oldString`. CRLF files keep their line
+//! endings; the result carries OpenCode's `diff` and `filediff` metadata.
 
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::diff::FileDiff;
+use crate::diff::normalize_line_endings;
 use crate::error::ToolError;
 use crate::tool::ToolContext;
 use crate::tool::ToolOutput;
@@ -45,100 +50,409 @@ impl TypedTool for Edit {
             }
             let resolved = ctx.location.authorize(ctx, &input.file_path, false).await?;
             let shown = ctx.location.display(&resolved.path);
-            let updated = if input.old_string.is_empty() {
-                input.new_string.clone()
+            if resolved.path.is_dir() {
+                return Err(ToolError::model(format!("{shown} is a directory, not a file")));
+            }
+            let (before, after) = if input.old_string.is_empty() {
+                let before = if resolved.path.exists() { super::read_text(ctx, &resolved)? } else { String::new() };
+                (before, input.new_string.clone())
             } else {
-                if resolved.path.is_dir() {
-                    return Err(ToolError::model(format!("{shown} is a directory, not a file")));
-                }
                 if !resolved.path.exists() {
                     return Err(ToolError::model(format!("File not found: {shown}")));
                 }
                 let content = super::read_text(ctx, &resolved)?;
-                replace(&content, &input.old_string, &input.new_string, input.replace_all.unwrap_or(false))?
+                // The model writes `\n`; a CRLF file keeps its line endings.
+                let ending = if content.contains("\r\n") { "\r\n" } else { "\n" };
+                let old = with_line_ending(&input.old_string, ending);
+                let new = with_line_ending(&input.new_string, ending);
+                let updated = replace(&content, &old, &new, input.replace_all.unwrap_or(false))?;
+                (content, updated)
             };
-            super::ask_edit(ctx, std::slice::from_ref(&shown), None).await?;
-            ctx.location.write_atomic(&resolved, updated.as_bytes())?;
-            Ok(ToolOutput::text("Edit applied successfully.").with_title(shown))
+            let filediff = FileDiff::new(&shown, &before, &after);
+            let diff = filediff.unified();
+            super::ask_edit(ctx, std::slice::from_ref(&shown), Some(diff.clone())).await?;
+            ctx.location.write_atomic(&resolved, after.as_bytes())?;
+            Ok(ToolOutput::text("Edit applied successfully.")
+                .with_title(shown)
+                .with_metadata("diff", diff)
+                .with_metadata("filediff", filediff))
         })
     }
 }
 
-/// Replaces `old` by `new` in `content`: exactly, else line-by-line ignoring surrounding whitespace.
+/// `text` with its line endings (whatever they were) turned into `ending`.
+fn with_line_ending(text: &str, ending: &str) -> String {
+    let normalized = normalize_line_endings(text);
+    if ending == "\n" { normalized } else { normalized.replace('\n', ending) }
+}
+
+/// Replaces `old` by `new` in `content` with OpenCode's replacer chain: each replacer proposes
+/// strings that occur in the file; the first one that occurs exactly once wins (with `replace_all`,
+/// the first that occurs at all). A proposal occurring several times is ambiguous and skipped.
 pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<String, ToolError> {
-    let exact: Vec<usize> = content.match_indices(old).map(|(index, _)| index).collect();
-    if !exact.is_empty() {
-        if exact.len() > 1 && !replace_all {
-            return Err(multiple(content, &exact));
-        }
-        return Ok(if replace_all { content.replace(old, new) } else { content.replacen(old, new, 1) });
+    if old == new {
+        return Err(ToolError::model("No changes to apply: oldString and newString are identical."));
     }
-    let trimmed = line_trimmed_matches(content, old);
-    match trimmed.as_slice() {
-        [] => Err(not_found(content, old)),
-        [(start, end)] => Ok(format!("{}{new}{}", &content[..*start], &content[*end..])),
-        many if replace_all => {
-            let mut out = String::with_capacity(content.len());
-            let mut last = 0;
-            for (start, end) in many {
-                out.push_str(&content[last..*start]);
-                out.push_str(new);
-                last = *end;
+    let mut ambiguous: Option<String> = None;
+    for (_, replacer) in REPLACERS {
+        for search in replacer(content, old) {
+            if search.is_empty() {
+                continue;
             }
-            out.push_str(&content[last..]);
-            Ok(out)
+            let Some(index) = content.find(&search) else { continue };
+            if replace_all {
+                return Ok(content.replace(&search, new));
+            }
+            if content.rfind(&search) != Some(index) {
+                ambiguous.get_or_insert(search);
+                continue;
+            }
+            return Ok(format!("{}{new}{}", &content[..index], &content[index + search.len()..]));
         }
-        many => Err(multiple(content, &many.iter().map(|(start, _)| *start).collect::<Vec<_>>())),
+    }
+    Err(match ambiguous {
+        Some(search) => multiple(content, &search),
+        None => not_found(content, old),
+    })
+}
+
+/// A replacer proposes strings of the file that `find` may have meant.
+type Replacer = fn(&str, &str) -> Vec<String>;
+
+/// OpenCode's order: most literal first.
+pub const REPLACER_NAMES: [&str; 9] = [
+    "simple",
+    "line-trimmed",
+    "block-anchor",
+    "whitespace-normalized",
+    "indentation-flexible",
+    "escape-normalized",
+    "trimmed-boundary",
+    "context-aware",
+    "multi-occurrence",
+];
+
+const REPLACERS: [(&str, Replacer); 9] = [
+    (REPLACER_NAMES[0], simple),
+    (REPLACER_NAMES[1], line_trimmed),
+    (REPLACER_NAMES[2], block_anchor),
+    (REPLACER_NAMES[3], whitespace_normalized),
+    (REPLACER_NAMES[4], indentation_flexible),
+    (REPLACER_NAMES[5], escape_normalized),
+    (REPLACER_NAMES[6], trimmed_boundary),
+    (REPLACER_NAMES[7], context_aware),
+    (REPLACER_NAMES[8], multi_occurrence),
+];
+
+/// Block-anchor: the average similarity of the middle lines a sole candidate needs.
+const SINGLE_CANDIDATE_SIMILARITY: f64 = 0.65;
+/// Block-anchor: the similarity the best of several candidates needs.
+const MULTIPLE_CANDIDATES_SIMILARITY: f64 = 0.65;
+
+/// The text itself.
+fn simple(_content: &str, find: &str) -> Vec<String> {
+    vec![find.to_owned()]
+}
+
+/// `find`'s lines without a trailing empty line (a final newline).
+fn search_lines(find: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = find.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    lines
+}
+
+/// Windows of the file's lines equal to `find`'s lines after trimming each line.
+fn line_trimmed(content: &str, find: &str) -> Vec<String> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let wanted = search_lines(find);
+    windows(&lines, wanted.len())
+        .filter(|(_, window)| window.iter().zip(&wanted).all(|(line, want)| line.trim() == want.trim()))
+        .map(|(_, window)| window.join("\n"))
+        .collect()
+}
+
+/// Blocks whose first and last lines match `find`'s (trimmed), when the lines between are similar
+/// enough (Levenshtein); the best of several candidates.
+fn block_anchor(content: &str, find: &str) -> Vec<String> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let wanted = search_lines(find);
+    if wanted.len() < 3 {
+        return Vec::new();
+    }
+    let (first, last) = (wanted[0].trim(), wanted[wanted.len() - 1].trim());
+    let candidates: Vec<(usize, usize)> = (0..lines.len())
+        .filter(|&start| lines[start].trim() == first)
+        .filter_map(|start| (start + 2..lines.len()).find(|&end| lines[end].trim() == last).map(|end| (start, end)))
+        .collect();
+    let block = |(start, end): (usize, usize)| lines[start..=end].join("\n");
+    match candidates.as_slice() {
+        [] => Vec::new(),
+        [only] => {
+            let score = middle_similarity(&lines[only.0..=only.1], &wanted, Some(SINGLE_CANDIDATE_SIMILARITY));
+            if score >= SINGLE_CANDIDATE_SIMILARITY { vec![block(*only)] } else { Vec::new() }
+        }
+        many => {
+            let mut best: Option<((usize, usize), f64)> = None;
+            for candidate in many {
+                let score = middle_similarity(&lines[candidate.0..=candidate.1], &wanted, None);
+                if best.is_none_or(|(_, top)| score > top) {
+                    best = Some((*candidate, score));
+                }
+            }
+            best.filter(|(_, score)| *score >= MULTIPLE_CANDIDATES_SIMILARITY)
+                .map(|(candidate, _)| vec![block(candidate)])
+                .unwrap_or_default()
+        }
     }
 }
 
-/// Byte ranges of windows whose lines equal `old`'s lines after trimming (OpenCode's LineTrimmed).
-fn line_trimmed_matches(content: &str, old: &str) -> Vec<(usize, usize)> {
-    let wanted: Vec<&str> = old.trim_end_matches('\n').lines().map(str::trim).collect();
-    if wanted.is_empty() || wanted.iter().all(|line| line.is_empty()) {
+/// Mean similarity of the lines between the anchors (1.0 when there are none); stops adding once
+/// `enough` is reached, as OpenCode does for a sole candidate.
+fn middle_similarity(block: &[&str], wanted: &[&str], enough: Option<f64>) -> f64 {
+    let checked = (wanted.len() - 2).min(block.len().saturating_sub(2));
+    if checked == 0 {
+        return 1.0;
+    }
+    let mut score = 0.0;
+    for index in 1..(wanted.len() - 1).min(block.len() - 1) {
+        let (have, want) = (block[index].trim(), wanted[index].trim());
+        let longest = have.chars().count().max(want.chars().count());
+        if longest == 0 {
+            continue;
+        }
+        score += (1.0 - levenshtein(have, want) as f64 / longest as f64) / checked as f64;
+        if enough.is_some_and(|enough| score >= enough) {
+            break;
+        }
+    }
+    score
+}
+
+/// Lines (or parts of a line, or windows of lines) equal to `find` once runs of whitespace are
+/// collapsed.
+fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
+    let wanted = collapse_whitespace(find);
+    let lines: Vec<&str> = content.split('\n').collect();
+    let mut found = Vec::new();
+    let words: Vec<&str> = find.split_whitespace().collect();
+    for line in &lines {
+        let normalized = collapse_whitespace(line);
+        if normalized == wanted {
+            found.push((*line).to_owned());
+        } else if normalized.contains(&wanted)
+            && let Some(part) = words_with_whitespace(line, &words)
+        {
+            found.push(part.to_owned());
+        }
+    }
+    let find_lines = find.split('\n').count();
+    if find_lines > 1 {
+        found.extend(
+            windows(&lines, find_lines)
+                .map(|(_, window)| window.join("\n"))
+                .filter(|block| collapse_whitespace(block) == wanted),
+        );
+    }
+    found
+}
+
+/// Windows of lines equal to `find` once the indentation both share is removed.
+fn indentation_flexible(content: &str, find: &str) -> Vec<String> {
+    let wanted = remove_indentation(find);
+    let lines: Vec<&str> = content.split('\n').collect();
+    windows(&lines, find.split('\n').count())
+        .map(|(_, window)| window.join("\n"))
+        .filter(|block| remove_indentation(block) == wanted)
+        .collect()
+}
+
+/// `find` with the escapes a model over-escaped (`\n`, `\t`, `\"`, …) undone, or windows of lines
+/// that read the same once unescaped.
+fn escape_normalized(content: &str, find: &str) -> Vec<String> {
+    let wanted = unescape(find);
+    let mut found = Vec::new();
+    if content.contains(&wanted) {
+        found.push(wanted.clone());
+    }
+    let lines: Vec<&str> = content.split('\n').collect();
+    found.extend(
+        windows(&lines, wanted.split('\n').count())
+            .map(|(_, window)| window.join("\n"))
+            .filter(|block| unescape(block) == wanted),
+    );
+    found
+}
+
+/// `find` without surrounding whitespace, or windows of lines equal to it once trimmed.
+fn trimmed_boundary(content: &str, find: &str) -> Vec<String> {
+    let trimmed = find.trim();
+    if trimmed == find {
         return Vec::new();
     }
-    let lines = line_spans(content);
     let mut found = Vec::new();
-    let mut index = 0;
-    while index + wanted.len() <= lines.len() {
-        let window = &lines[index..index + wanted.len()];
-        if window.iter().zip(&wanted).all(|((start, end), want)| content[*start..*end].trim() == *want) {
-            let start = window[0].0;
-            let end = window[window.len() - 1].1;
-            found.push((start, end));
-            index += wanted.len();
-        } else {
-            index += 1;
+    if content.contains(trimmed) {
+        found.push(trimmed.to_owned());
+    }
+    let lines: Vec<&str> = content.split('\n').collect();
+    found.extend(
+        windows(&lines, find.split('\n').count())
+            .map(|(_, window)| window.join("\n"))
+            .filter(|block| block.trim() == trimmed),
+    );
+    found
+}
+
+/// Blocks of the same length anchored by `find`'s first and last lines in which at least half of
+/// the non-empty middle lines match (trimmed).
+fn context_aware(content: &str, find: &str) -> Vec<String> {
+    let wanted = search_lines(find);
+    if wanted.len() < 3 {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = content.split('\n').collect();
+    let (first, last) = (wanted[0].trim(), wanted[wanted.len() - 1].trim());
+    let mut found = Vec::new();
+    for start in (0..lines.len()).filter(|&start| lines[start].trim() == first) {
+        let Some(end) = (start + 2..lines.len()).find(|&end| lines[end].trim() == last) else { continue };
+        let block = &lines[start..=end];
+        if block.len() != wanted.len() {
+            continue;
+        }
+        let (mut matching, mut non_empty) = (0, 0);
+        for (have, want) in block[1..block.len() - 1].iter().zip(&wanted[1..wanted.len() - 1]) {
+            let (have, want) = (have.trim(), want.trim());
+            if !have.is_empty() || !want.is_empty() {
+                non_empty += 1;
+                if have == want {
+                    matching += 1;
+                }
+            }
+        }
+        if non_empty == 0 || matching as f64 / non_empty as f64 >= 0.5 {
+            found.push(block.join("\n"));
+            break;
         }
     }
     found
 }
 
-/// `(start, end)` of each line without its line terminator.
-fn line_spans(content: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = 0;
-    for line in content.split_inclusive('\n') {
-        let body = line.trim_end_matches(['\n', '\r']);
-        spans.push((start, start + body.len()));
-        start += line.len();
+/// The text itself, once per occurrence (only `replaceAll` can use several).
+fn multi_occurrence(content: &str, find: &str) -> Vec<String> {
+    if content.contains(find) { vec![find.to_owned()] } else { Vec::new() }
+}
+
+/// Every window of `size` consecutive lines, with its first line's index.
+fn windows<'a>(lines: &'a [&'a str], size: usize) -> impl Iterator<Item = (usize, &'a [&'a str])> + 'a {
+    let count = if size == 0 || size > lines.len() { 0 } else { lines.len() - size + 1 };
+    (0..count).map(move |start| (start, &lines[start..start + size]))
+}
+
+fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first part of `line` made of `words` separated by runs of whitespace.
+fn words_with_whitespace<'a>(line: &'a str, words: &[&str]) -> Option<&'a str> {
+    let (head, rest) = words.split_first()?;
+    for (start, _) in line.match_indices(head) {
+        let mut end = start + head.len();
+        let mut matched = true;
+        for word in rest {
+            let after = &line[end..];
+            let gap = after.len() - after.trim_start().len();
+            if gap == 0 || !after[gap..].starts_with(word) {
+                matched = false;
+                break;
+            }
+            end += gap + word.len();
+        }
+        if matched {
+            return Some(&line[start..end]);
+        }
     }
-    spans
+    None
+}
+
+/// Removes the smallest indentation of the non-blank lines from every non-blank line.
+fn remove_indentation(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let indent = |line: &str| line.chars().take_while(|c| c.is_whitespace()).count();
+    let Some(least) = lines.iter().filter(|line| !line.trim().is_empty()).map(|line| indent(line)).min() else {
+        return text.to_owned();
+    };
+    lines
+        .iter()
+        .map(|line| if line.trim().is_empty() { (*line).to_owned() } else { line.chars().skip(least).collect() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Undoes `\n`, `\t`, `\r`, `\'`, `\"`, `` \` ``, `\\`, `\$` and backslash-newline.
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let replaced = match (c, chars.peek()) {
+            ('\\', Some('n')) => Some('\n'),
+            ('\\', Some('t')) => Some('\t'),
+            ('\\', Some('r')) => Some('\r'),
+            ('\\', Some(&other @ ('\'' | '"' | '`' | '\\' | '\n' | '$'))) => Some(other),
+            _ => None,
+        };
+        match replaced {
+            Some(replacement) => {
+                chars.next();
+                out.push(replacement);
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// Edit distance in characters.
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        current[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current[j + 1] = (previous[j + 1] + 1).min(current[j] + 1).min(previous[j] + cost);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
 }
 
 fn line_of(content: &str, byte: usize) -> usize {
     content[..byte].matches('\n').count() + 1
 }
 
-fn multiple(content: &str, starts: &[usize]) -> ToolError {
-    let lines: Vec<String> = starts.iter().map(|start| line_of(content, *start).to_string()).collect();
-    ToolError::model(format!(
-        "Found multiple matches for oldString ({} matches, at lines {}). Provide more surrounding context to make \
-         the match unique, or set replaceAll to true to replace every occurrence.",
-        starts.len(),
-        lines.join(", ")
-    ))
+/// The ambiguity message: where the matched text occurs, so the model can add context.
+fn multiple(content: &str, search: &str) -> ToolError {
+    let starts: Vec<usize> = content.match_indices(search).map(|(index, _)| index).collect();
+    let mut message = format!(
+        "Found multiple matches for oldString ({} matches). Provide more surrounding context to make the match \
+         unique, or set replaceAll to true to replace every occurrence.\n\nThe candidates are:",
+        starts.len()
+    );
+    for start in starts.iter().take(5) {
+        let line = line_of(content, *start);
+        let text: String = search.lines().next().unwrap_or_default().trim().chars().take(120).collect();
+        message.push_str(&format!("\n- line {line}: {text}"));
+        if let Some(before) = content[..*start].lines().rev().map(str::trim).find(|line| !line.is_empty()) {
+            let before: String = before.chars().take(120).collect();
+            message.push_str(&format!(" (after `{before}`)"));
+        }
+    }
+    if starts.len() > 5 {
+        message.push_str(&format!("\n- … and {} more", starts.len() - 5));
+    }
+    ToolError::model(message)
 }
 
 /// The failure message, with the most similar windows of the file.
@@ -222,19 +536,111 @@ fn dice(a: &[(char, char)], b: &[(char, char)]) -> f64 {
 mod tests {
     use super::*;
 
+    fn proposals(replacer: &str, content: &str, find: &str) -> Vec<String> {
+        let (_, run) = REPLACERS.iter().find(|(name, _)| *name == replacer).unwrap();
+        run(content, find)
+    }
+
     #[test]
     fn exact_unique_and_replace_all() {
         assert_eq!(replace("a b a", "b", "c", false).unwrap(), "a c a");
         assert_eq!(replace("a b a", "a", "x", true).unwrap(), "x b x");
-        let err = replace("a\nb\na\n", "a", "x", false).unwrap_err();
-        assert!(err.to_string().starts_with("Found multiple matches for oldString (2 matches, at lines 1, 3)"));
+        let err = replace("x\na\nb\na\n", "a", "z", false).unwrap_err().to_string();
+        assert!(err.starts_with("Found multiple matches for oldString (2 matches)"), "{err}");
+        assert!(err.contains("- line 2: a (after `x`)\n- line 4: a (after `b`)"), "{err}");
     }
 
     #[test]
-    fn indentation_differences_fall_back_to_trimmed_lines() {
+    fn identical_strings_are_refused() {
+        let err = replace("a", "a", "a", false).unwrap_err().to_string();
+        assert!(err.starts_with("No changes to apply"), "{err}");
+    }
+
+    #[test]
+    fn line_trimmed_ignores_indentation_per_line() {
         let content = "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n";
         let updated = replace(content, "let x = 1;\n  println!(\"{x}\");", "    let x = 2;", false).unwrap();
         assert_eq!(updated, "fn main() {\n    let x = 2;\n}\n");
+        assert_eq!(proposals("line-trimmed", "  a\n  b\n", "a\nb\n"), ["  a\n  b"]);
+    }
+
+    #[test]
+    fn block_anchor_accepts_similar_middles_only() {
+        let content = "fn f() {\n    let total = 1;\n    total\n}\n";
+        // Middle lines differ slightly: accepted on the anchors.
+        let near = "fn f() {\n    let totl = 1;\n    total\n}";
+        assert_eq!(proposals("block-anchor", content, near), ["fn f() {\n    let total = 1;\n    total\n}"]);
+        // Middle lines unrelated: refused.
+        let far = "fn f() {\n    zzzzzzzzzzzzzz();\n    qqqqqqqqq\n}";
+        assert!(proposals("block-anchor", content, far).is_empty());
+        // Fewer than three lines: not this replacer's business.
+        assert!(proposals("block-anchor", content, "fn f() {\n}").is_empty());
+    }
+
+    #[test]
+    fn block_anchor_picks_the_most_similar_of_several() {
+        let content = "start\nalpha one\nend\nstart\nbeta two\nend\n";
+        assert_eq!(proposals("block-anchor", content, "start\nbeta twx\nend"), ["start\nbeta two\nend"]);
+        let updated = replace(content, "start\nbeta twx\nend", "replaced", false).unwrap();
+        assert_eq!(updated, "start\nalpha one\nend\nreplaced\n");
+    }
+
+    #[test]
+    fn whitespace_normalized_matches_inside_a_line() {
+        let content = "let  value =   compute( a,  b );\n";
+        assert_eq!(
+            proposals("whitespace-normalized", content, "value = compute( a, b )"),
+            ["value =   compute( a,  b )"]
+        );
+        let updated = replace(content, "value = compute( a, b )", "v = 1", false).unwrap();
+        assert_eq!(updated, "let  v = 1;\n");
+    }
+
+    #[test]
+    fn indentation_flexible_matches_a_reindented_block() {
+        let content = "        if x {\n            y();\n        }\n";
+        let find = "if x {\n    y();\n}";
+        assert_eq!(proposals("indentation-flexible", content, find), ["        if x {\n            y();\n        }"]);
+    }
+
+    #[test]
+    fn escape_normalized_undoes_over_escaping() {
+        let content = "say(\"hi\")\nnext\n";
+        // Proposed as unescaped text and as the window of lines that reads the same.
+        assert_eq!(proposals("escape-normalized", content, "say(\\\"hi\\\")\\nnext"), ["say(\"hi\")\nnext"; 2]);
+        assert_eq!(unescape("a\\tb\\\\c\\$d\\`"), "a\tb\\c$d`");
+    }
+
+    #[test]
+    fn trimmed_boundary_and_context_aware() {
+        assert_eq!(proposals("trimmed-boundary", "x = 1\n", "  x = 1  "), ["x = 1"; 2]);
+        assert!(proposals("trimmed-boundary", "x = 1\n", "x = 1").is_empty());
+        let content = "begin\n  a\n  b\n  c\nfinish\n";
+        // Two of three middle lines match: at least half, accepted.
+        assert_eq!(proposals("context-aware", content, "begin\na\nb\nzzz\nfinish"), ["begin\n  a\n  b\n  c\nfinish"]);
+        assert!(proposals("context-aware", content, "begin\nx\ny\nc\nfinish").is_empty());
+    }
+
+    #[test]
+    fn a_fuzzy_match_found_twice_is_refused() {
+        let content = "  a\n  b\n--\n  a\n  b\n";
+        let err = replace(content, "a\nb", "z", false).unwrap_err().to_string();
+        assert!(err.starts_with("Found multiple matches for oldString (2 matches)"), "{err}");
+        assert!(err.contains("line 1") && err.contains("line 4"), "{err}");
+        assert_eq!(replace(content, "a\nb", "z", true).unwrap(), "z\n--\nz\n");
+    }
+
+    #[test]
+    fn crlf_line_endings_are_converted_for_the_match() {
+        assert_eq!(with_line_ending("a\nb\r\nc", "\r\n"), "a\r\nb\r\nc");
+        assert_eq!(with_line_ending("a\r\nb", "\n"), "a\nb");
+    }
+
+    #[test]
+    fn levenshtein_counts_characters() {
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("é", "e"), 1);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 mod aux;
 mod bounding;
+mod edit;
 mod location;
 mod permissions;
 mod plan;

@@ -1,0 +1,4 @@
+fn main() {
+    let total = compute(1);
+    println!("{total}");
+}
