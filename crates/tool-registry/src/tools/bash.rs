@@ -16,7 +16,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
+use opencode_config::PermissionAction;
+
+use super::arity;
+use super::shell;
 use crate::error::ToolError;
+use crate::location::Scope;
 use crate::pending::PermissionAsk;
 use crate::tool::ToolContext;
 use crate::tool::ToolOutput;
@@ -102,11 +107,7 @@ impl TypedTool for Bash {
                     ctx.location.display(&workdir.path)
                 )));
             }
-            let commands = split_commands(&input.command);
-            let always = commands.iter().map(|command| always_pattern(command)).collect();
-            let mut metadata = serde_json::Map::new();
-            metadata.insert("command".into(), input.command.clone().into());
-            ctx.ask(PermissionAsk { permission: "bash".into(), patterns: commands, always, metadata }).await?;
+            ask_permissions(ctx, &input.command, &workdir.path).await?;
             let limits = ctx.output.limits();
             // Leave room for the exit-status footer so the registry need not cut again.
             let limits = ToolOutputConfig { max_lines: limits.max_lines - 4, max_bytes: limits.max_bytes - 512 };
@@ -242,56 +243,105 @@ async fn terminate(guard: &mut GroupGuard, child: &mut tokio::process::Child) {
     }
 }
 
-/// Splits a command line at top-level `&&`, `||`, `;`, `|` and newlines (quotes respected).
-pub fn split_commands(command: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut chars = command.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => {
-                quote = None;
-                current.push(c);
+/// Asks what OpenCode asks before running `command` in `workdir`: `external_directory` for paths
+/// that file commands (`cd`, `rm`, `cp`, …) name outside the Location, then `bash` for every
+/// simple command the rules do not already allow, approved `always` by its arity prefix.
+async fn ask_permissions(ctx: &ToolContext, command: &str, workdir: &Path) -> Result<(), ToolError> {
+    let commands = shell::parse(command);
+    let mut directories: Vec<String> = Vec::new();
+    if ctx.location.resolve(&workdir.display().to_string())?.scope == Scope::External {
+        directories.push(format!("{}/*", workdir.display()));
+    }
+    for simple in &commands {
+        for path in external_paths(ctx, simple, workdir)? {
+            if !directories.contains(&path) {
+                directories.push(path);
             }
-            (Some(_), '\\') => {
-                current.push(c);
-                if let Some(next) = chars.next() {
-                    current.push(next);
-                }
-            }
-            (Some(_), c) => current.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                current.push(c);
-            }
-            (None, ';' | '\n') => parts.push(std::mem::take(&mut current)),
-            (None, '&' | '|') => {
-                if chars.peek() == Some(&c) {
-                    chars.next();
-                }
-                parts.push(std::mem::take(&mut current));
-            }
-            (None, c) => current.push(c),
         }
     }
-    parts.push(current);
-    parts.into_iter().map(|part| part.trim().to_owned()).filter(|part| !part.is_empty()).collect()
+    if !directories.is_empty() {
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("command".into(), command.into());
+        ctx.ask(PermissionAsk {
+            permission: "external_directory".into(),
+            patterns: directories.clone(),
+            always: directories,
+            metadata,
+        })
+        .await?;
+    }
+    let mut patterns: Vec<String> = Vec::new();
+    let mut always: Vec<String> = Vec::new();
+    for simple in commands.iter().filter(|simple| simple.words.first().is_some_and(|name| name != "cd")) {
+        // Only what the rules do not allow yet is put to the user (a deny still refuses all).
+        let single = PermissionAsk {
+            permission: "bash".into(),
+            patterns: vec![simple.text.clone()],
+            always: Vec::new(),
+            metadata: serde_json::Map::new(),
+        };
+        if ctx.permissions.evaluate(&ctx.agent.permission, &single) == PermissionAction::Allow
+            || patterns.contains(&simple.text)
+        {
+            continue;
+        }
+        patterns.push(simple.text.clone());
+        let pattern = arity::always_pattern(&simple.raw);
+        if !always.contains(&pattern) {
+            always.push(pattern);
+        }
+    }
+    if patterns.is_empty() {
+        return Ok(());
+    }
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("command".into(), command.into());
+    ctx.ask(PermissionAsk { permission: "bash".into(), patterns, always, metadata }).await
+}
+
+/// Commands whose arguments are paths, as OpenCode checks them.
+const FILE_COMMANDS: &[&str] = &["cd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat", "ln", "rmdir"];
+
+/// `<dir>/*` patterns for the arguments of a file command that resolve outside the Location.
+fn external_paths(ctx: &ToolContext, simple: &shell::SimpleCommand, workdir: &Path) -> Result<Vec<String>, ToolError> {
+    let Some((name, args)) = simple.words.split_first() else { return Ok(Vec::new()) };
+    if !FILE_COMMANDS.contains(&name.as_str()) {
+        return Ok(Vec::new());
+    }
+    let home = std::env::var("HOME").ok();
+    let mut found = Vec::new();
+    for arg in args {
+        if arg.is_empty() || arg.starts_with('-') || (name == "chmod" && arg.starts_with('+')) {
+            continue;
+        }
+        let expanded = match (arg.strip_prefix('~'), &home) {
+            (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => format!("{home}{rest}"),
+            _ => arg.clone(),
+        };
+        let absolute = workdir.join(&expanded);
+        let resolved = ctx.location.resolve(&absolute.display().to_string())?;
+        if resolved.scope != Scope::External {
+            continue;
+        }
+        let dir = if resolved.path.is_dir() || name == "cd" || name == "mkdir" {
+            resolved.path.clone()
+        } else {
+            resolved.path.parent().map_or_else(|| resolved.path.clone(), Path::to_path_buf)
+        };
+        found.push(format!("{}/*", dir.display().to_string().trim_end_matches('/')));
+    }
+    Ok(found)
+}
+
+/// The simple commands of a command line, as written (see [`shell::parse`]).
+pub fn split_commands(command: &str) -> Vec<String> {
+    shell::parse(command).into_iter().map(|simple| simple.text).collect()
 }
 
 /// The `always` pattern for a command: its arity prefix plus ` *` (`git checkout *`, `ls *`).
 pub fn always_pattern(command: &str) -> String {
-    const TWO_WORDS: &[&str] = &[
-        "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "uv", "make", "brew", "apt",
-        "deno",
-    ];
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let arity = match words.as_slice() {
-        ["npm" | "pnpm" | "yarn" | "bun", "run", ..] => 3,
-        [first, ..] if TWO_WORDS.contains(first) => 2,
-        _ => 1,
-    };
-    format!("{} *", words.iter().take(arity).copied().collect::<Vec<_>>().join(" "))
+    let words = shell::parse(command).into_iter().next().map(|simple| simple.raw).unwrap_or_default();
+    arity::always_pattern(&words)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Built-in tools. Each module is one tool; [`builtin`] registers the standard set.
 
 pub mod apply_patch;
+pub mod arity;
 pub mod bash;
 pub mod edit;
 pub mod glob;
@@ -9,6 +10,7 @@ pub mod list;
 pub mod plan;
 pub mod question;
 pub mod read;
+pub mod shell;
 pub mod skill;
 pub mod task;
 pub mod todo;

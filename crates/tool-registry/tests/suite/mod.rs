@@ -1,4 +1,5 @@
 mod aux;
+mod bash_permissions;
 mod bounding;
 mod edit;
 mod location;
