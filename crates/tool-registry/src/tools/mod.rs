@@ -7,6 +7,7 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod list;
+pub mod lsp;
 pub mod plan;
 pub mod question;
 pub mod read;

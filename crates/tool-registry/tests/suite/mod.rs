@@ -3,6 +3,7 @@ mod bash_permissions;
 mod bounding;
 mod edit;
 mod location;
+mod lsp;
 mod permissions;
 mod plan;
 mod registry;
