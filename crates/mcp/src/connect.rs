@@ -1,0 +1,247 @@
+//! Connecting to one server: a local server is a child process in its own process group speaking
+//! MCP over stdio; a remote server is reached over streamable HTTP. The handshake and the first tool
+//! listing share one deadline.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use process_wrap::tokio::CommandWrap;
+use process_wrap::tokio::KillOnDrop;
+use process_wrap::tokio::ProcessGroup;
+use rmcp::ClientHandler;
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::model::ClientConfig;
+use rmcp::model::Implementation;
+use rmcp::service::NotificationContext;
+use rmcp::service::Peer;
+use rmcp::service::QuitReason;
+use rmcp::service::RunningService;
+use rmcp::service::RunningServiceCancellationToken;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::mpsc;
+
+use crate::error::McpError;
+
+/// How to reach one server, resolved from its config entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking MCP on stdin/stdout.
+    Local { command: Vec<String>, environment: IndexMap<String, String>, cwd: PathBuf },
+    /// Streamable HTTP at `url`, with extra headers on every request.
+    Remote { url: String, headers: IndexMap<String, String> },
+}
+
+/// A live connection: the peer to send requests to, and what keeps the server alive.
+pub(crate) struct Connection {
+    pub peer: Peer<RoleClient>,
+    pub instructions: Option<String>,
+    cancel: Mutex<Option<RunningServiceCancellationToken>>,
+    group: Option<ProcessGroupGuard>,
+    stderr: Arc<StderrTail>,
+}
+
+impl Connection {
+    /// The last lines the server wrote to stderr, for failure reports.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// Stops the MCP service and kills the server's process group.
+    pub fn close(&self) {
+        if let Some(cancel) = lock(&self.cancel).take() {
+            cancel.cancel();
+        }
+        if let Some(group) = &self.group {
+            group.kill();
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Events the client handler reports to the manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ServerEvent {
+    ToolsChanged,
+}
+
+/// Connects and runs the handshake. Events (`tools/list_changed`) arrive on `events`; `closed`
+/// receives the quit reason once the connection ends.
+pub(crate) async fn connect(
+    transport: &Transport,
+    events: mpsc::UnboundedSender<ServerEvent>,
+) -> Result<(Connection, tokio::task::JoinHandle<String>), McpError> {
+    let handler = Handler { events };
+    match transport {
+        Transport::Local { command, environment, cwd } => connect_local(handler, command, environment, cwd).await,
+        Transport::Remote { url, headers } => connect_remote(handler, url, headers).await,
+    }
+}
+
+async fn connect_local(
+    handler: Handler,
+    command: &[String],
+    environment: &IndexMap<String, String>,
+    cwd: &std::path::Path,
+) -> Result<(Connection, tokio::task::JoinHandle<String>), McpError> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| McpError::Spawn { command: String::new(), reason: "the command is empty".into() })?;
+    let mut wrapped = CommandWrap::with_new(program, |cmd| {
+        cmd.args(args).envs(environment).current_dir(cwd);
+        // OpenCode's own binary runs as a plain runtime when it is the server.
+        if program == "opencode" {
+            cmd.env("BUN_BE_BUN", "1");
+        }
+    });
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let (process, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|err| McpError::Spawn { command: command.join(" "), reason: err.to_string() })?;
+    let group = process.id().map(ProcessGroupGuard);
+    let tail = Arc::new(StderrTail::default());
+    if let Some(stderr) = stderr {
+        tokio::spawn(Arc::clone(&tail).drain(stderr));
+    }
+    let running = handler.serve(process).await.map_err(|err| {
+        let stderr = tail.text();
+        let detail = if stderr.is_empty() { String::new() } else { format!(" (stderr: {stderr})") };
+        McpError::Protocol(format!("handshake failed: {err}{detail}"))
+    })?;
+    Ok(finish(running, group, tail))
+}
+
+async fn connect_remote(
+    handler: Handler,
+    url: &str,
+    headers: &IndexMap<String, String>,
+) -> Result<(Connection, tokio::task::JoinHandle<String>), McpError> {
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let header = http::HeaderName::try_from(name.as_str())
+            .map_err(|err| McpError::Protocol(format!("invalid header name {name}: {err}")))?;
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|err| McpError::Protocol(format!("invalid value for header {name}: {err}")))?;
+        custom.insert(header, value);
+    }
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|err| McpError::Protocol(format!("cannot build the HTTP client: {err}")))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let running = handler.serve(transport).await.map_err(|err| {
+        if err.is_authorization_required() {
+            McpError::NeedsAuth
+        } else {
+            McpError::Protocol(format!("handshake failed: {err}"))
+        }
+    })?;
+    Ok(finish(running, None, Arc::new(StderrTail::default())))
+}
+
+/// Splits a running service into the connection and a task that resolves with why it ended.
+fn finish(
+    running: RunningService<RoleClient, Handler>,
+    group: Option<ProcessGroupGuard>,
+    stderr: Arc<StderrTail>,
+) -> (Connection, tokio::task::JoinHandle<String>) {
+    let peer = running.peer().clone();
+    let instructions =
+        peer.peer_info().and_then(|info| info.instructions.clone()).filter(|text| !text.trim().is_empty());
+    let cancel = running.cancellation_token();
+    let waiter = tokio::spawn(async move {
+        match running.waiting().await {
+            Ok(QuitReason::Cancelled) => "cancelled".to_owned(),
+            Ok(QuitReason::Closed) => "the server closed the connection".to_owned(),
+            Ok(other) => format!("{other:?}"),
+            Err(err) => format!("the service task failed: {err}"),
+        }
+    });
+    let connection = Connection { peer, instructions, cancel: Mutex::new(Some(cancel)), group, stderr };
+    (connection, waiter)
+}
+
+/// Forwards server notifications the manager cares about.
+struct Handler {
+    events: mpsc::UnboundedSender<ServerEvent>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _closed = self.events.send(ServerEvent::ToolsChanged);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.client_info = Implementation::new("opencode", env!("CARGO_PKG_VERSION"));
+        config
+    }
+}
+
+/// Kills a local server's whole process group (the server and anything it started, e.g. `npx`'s
+/// node) when the connection goes away, whether or not a runtime is still there to do it.
+struct ProcessGroupGuard(u32);
+
+impl ProcessGroupGuard {
+    fn kill(&self) {
+        let Ok(pid) = i32::try_from(self.0) else { return };
+        // ESRCH (already gone) is the expected outcome after a clean exit.
+        let _gone = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The last lines of a local server's stderr (also logged at debug level).
+#[derive(Default)]
+struct StderrTail {
+    lines: Mutex<VecDeque<String>>,
+}
+
+const STDERR_LINES: usize = 5;
+
+impl StderrTail {
+    async fn drain(self: Arc<Self>, stderr: tokio::process::ChildStderr) {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!(target: "opencode_mcp::stderr", "{line}");
+            let mut tail = lock(&self.lines);
+            if tail.len() == STDERR_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    }
+
+    fn text(&self) -> String {
+        lock(&self.lines).iter().map(String::as_str).collect::<Vec<_>>().join(" | ")
+    }
+}
+
+/// The connect deadline as a user-facing error.
+pub(crate) fn timeout_error(timeout: Duration) -> McpError {
+    McpError::Timeout { millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,41 @@
+//! `opencode-mcp`: OpenCode's Model Context Protocol client, built on the official Rust SDK (`rmcp`)
+//! behind this crate's own types.
+//!
+//! - **Servers.** [`McpManager::start`] takes the config's `mcp` map and connects each enabled server
+//!   in the background with its `timeout` (default [`DEFAULT_CONNECT_TIMEOUT`]); start-up and the
+//!   first turn never wait. Local servers are child processes (own process group, `environment`
+//!   added to the inherited environment, the Location as cwd) speaking stdio; remote servers speak
+//!   streamable HTTP with the configured headers. Each server has a [`ServerStatus`].
+//! - **Tools.** Each server tool is a registry tool named `<server>_<tool>` (sanitised, [`tool_name`])
+//!   with the server's JSON Schema; [`McpManager::attach`] keeps a tool registry in step as servers
+//!   become ready, change their lists (`notifications/tools/list_changed`) or go away. Calls go
+//!   through the registry (permission key = the tool name, output bounding) and end with a tool error
+//!   after [`DEFAULT_CALL_TIMEOUT`] when a server crashes or never answers.
+//! - **Instructions.** Server `instructions` are the `mcp/instructions` Context Source
+//!   ([`McpManager::register_context`]).
+//! - **Lifetime.** [`McpManager::shutdown`], or dropping the last handle, kills every local server's
+//!   process group.
+
+mod connect;
+mod context;
+mod error;
+mod manager;
+mod name;
+mod result;
+mod tool;
+
+pub use connect::Transport;
+pub use context::InstructionsSource;
+pub use context::MCP_INSTRUCTIONS;
+pub use context::ServerInstructions;
+pub use error::McpError;
+pub use manager::DEFAULT_CALL_TIMEOUT;
+pub use manager::DEFAULT_CONNECT_TIMEOUT;
+pub use manager::McpManager;
+pub use manager::McpOptions;
+pub use manager::ServerReport;
+pub use manager::ServerStatus;
+pub use name::sanitize;
+pub use name::tool_name;
+pub use result::map_result;
+pub use tool::McpTool;
