@@ -1,0 +1,116 @@
+//! Provider credential flows contributed by plugins (OpenCode's `auth` hook), and the built-in ones.
+//!
+//! An [`AuthProvider`] lists its login methods, runs one ([`AuthProvider::authorize`] returns the URL
+//! and code to show, and a completion to await), and loads the credentials to use now, refreshing
+//! them before they expire ([`AuthProvider::credentials`]). Tokens live in `opencode-config`'s
+//! [`AuthStore`].
+//!
+//! Built in: GitHub Copilot's OAuth device-code flow ([`copilot`]). The PKCE flows documented for
+//! Anthropic Claude Pro/Max and OpenAI ChatGPT are not built yet.
+
+pub mod copilot;
+
+use futures_util::future::BoxFuture;
+use opencode_config::AuthInfo;
+use opencode_config::AuthStore;
+
+/// How a login method works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethodKind {
+    /// A browser/device authorization; the host shows a URL (and a code) and waits.
+    Oauth,
+    /// An API key the user pastes.
+    Api,
+}
+
+/// One login method, as `opencode auth login` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthMethod {
+    pub label: String,
+    pub kind: AuthMethodKind,
+}
+
+/// A started authorization: show `url` (and `user_code`) to the user, then await [`Authorization::finish`].
+pub struct Authorization {
+    pub url: String,
+    pub user_code: Option<String>,
+    pub instructions: String,
+    completion: BoxFuture<'static, Result<AuthInfo, AuthError>>,
+}
+
+impl Authorization {
+    pub fn new(
+        url: String,
+        user_code: Option<String>,
+        instructions: String,
+        completion: BoxFuture<'static, Result<AuthInfo, AuthError>>,
+    ) -> Self {
+        Self { url, user_code, instructions, completion }
+    }
+
+    /// Waits until the user authorized (or the flow failed or expired).
+    pub async fn finish(self) -> Result<AuthInfo, AuthError> {
+        self.completion.await
+    }
+}
+
+impl std::fmt::Debug for Authorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorization").field("url", &self.url).field("user_code", &self.user_code).finish()
+    }
+}
+
+/// A provider's credential flows.
+pub trait AuthProvider: Send + Sync {
+    /// The provider id the credentials are stored under (`github-copilot`).
+    fn provider(&self) -> &str;
+    /// A human name (`GitHub Copilot`).
+    fn display_name(&self) -> &str;
+    fn methods(&self) -> Vec<AuthMethod>;
+    /// Starts login method `method` (an index into [`AuthProvider::methods`]).
+    fn authorize(&self, method: usize) -> BoxFuture<'_, Result<Authorization, AuthError>>;
+    /// The credentials to use now: the stored ones, refreshed (and stored again) when they expire
+    /// within the refresh margin. `None` when nothing is stored.
+    fn credentials<'a>(&'a self, store: &'a AuthStore) -> BoxFuture<'a, Result<Option<AuthInfo>, AuthError>>;
+}
+
+/// A credential flow that did not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error("cannot reach {url}: {reason}")]
+    Http { url: String, reason: String },
+    #[error("{url} answered HTTP {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+    #[error("authorization was refused: {0}")]
+    Denied(String),
+    #[error("the device code expired before it was authorized")]
+    Expired,
+    #[error("unexpected answer from {url}: {reason}")]
+    Protocol { url: String, reason: String },
+    #[error("no such login method: {0}")]
+    NoSuchMethod(usize),
+    #[error("cannot store credentials: {0}")]
+    Store(String),
+}
+
+impl AuthError {
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Self::Http { .. } => "check the network connection (and a proxy, if any)",
+            Self::Status { .. } | Self::Protocol { .. } => {
+                "the provider's login service changed or is down; try again later"
+            }
+            Self::Denied(_) => "run `opencode auth login` again and approve the request",
+            Self::Expired => "run `opencode auth login` again and enter the code sooner",
+            Self::NoSuchMethod(_) => "run `opencode auth login` to see the methods",
+            Self::Store(_) => "check the permissions of the data directory",
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,177 @@
+//! The Rust plugin API: dispatch order, readiness, failures, contributions and unloading.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use opencode_llm::LlmRequest;
+use opencode_plugin_host::ChatHeadersOutput;
+use opencode_plugin_host::ChatInput;
+use opencode_plugin_host::HookFuture;
+use opencode_plugin_host::HookName;
+use opencode_plugin_host::HookSet;
+use opencode_plugin_host::Plugin;
+use opencode_plugin_host::PluginError;
+use opencode_plugin_host::PluginHost;
+use opencode_plugin_host::PluginSource;
+use opencode_plugin_host::PluginState;
+use opencode_plugin_host::Requirement;
+use opencode_plugin_host::SystemOutput;
+use opencode_plugin_host::hook;
+use opencode_system_context::ContextSource;
+use opencode_system_context::Loaded;
+use opencode_system_context::SourceKey;
+use opencode_system_context::SystemContext;
+use opencode_system_context::SystemContextRegistry;
+use pretty_assertions::assert_eq;
+
+use super::support::Recorder;
+use super::support::chat_input;
+
+async fn headers(host: &PluginHost) -> ChatHeadersOutput {
+    let mut output = ChatHeadersOutput::default();
+    let failures = host.trigger::<hook::ChatHeaders>(&chat_input(), &mut output).await;
+    assert_eq!(failures, vec![]);
+    output
+}
+
+#[tokio::test]
+async fn hooks_run_in_registration_order_whatever_order_plugins_become_ready() {
+    let slow = Arc::new(Recorder { namespace: "slow", delay: Duration::from_millis(150), fail: None });
+    let host = PluginHost::builder()
+        .plugin(slow, Requirement::Required)
+        .plugin(Recorder::new("fast"), Requirement::Required)
+        .build();
+    // Before readiness no plugin is active: sessions must await `ready` first.
+    assert_eq!(headers(&host).await.headers.get("x-order"), None);
+    let report = host.ready().await.unwrap();
+    assert_eq!(report.ready().collect::<Vec<_>>(), vec!["slow", "fast"]);
+    assert_eq!(headers(&host).await.headers["x-order"], "slow,fast");
+}
+
+#[tokio::test]
+async fn a_failed_optional_plugin_is_reported_and_the_others_continue() {
+    let broken = Arc::new(Recorder { namespace: "broken", delay: Duration::ZERO, fail: Some("no license") });
+    let host = PluginHost::builder()
+        .plugin(broken, Requirement::Optional)
+        .plugin(Recorder::new("fine"), Requirement::Required)
+        .build();
+    let report = host.ready().await.unwrap();
+    let problems: Vec<_> = report.problems().map(|status| (status.name.as_str(), status.state.clone())).collect();
+    assert_eq!(problems, vec![("broken", PluginState::Failed("no license".into()))]);
+    assert_eq!(headers(&host).await.headers["x-order"], "fine");
+}
+
+#[tokio::test]
+async fn a_failed_required_plugin_fails_readiness_with_its_name_and_error() {
+    let broken = Arc::new(Recorder { namespace: "broken", delay: Duration::ZERO, fail: Some("no license") });
+    let host = PluginHost::builder().plugin(broken, Requirement::Required).build();
+    let err = host.ready().await.unwrap_err();
+    assert_eq!(err, PluginError::RequiredFailed { plugin: "broken".into(), reason: "no license".into() });
+    assert_eq!(err.to_string(), "required plugin `broken` failed to start: no license");
+}
+
+#[tokio::test]
+async fn a_plugin_that_never_becomes_ready_times_out() {
+    let stuck = Arc::new(Recorder { namespace: "stuck", delay: Duration::from_secs(3600), fail: None });
+    let host =
+        PluginHost::builder().plugin(stuck, Requirement::Optional).start_timeout(Duration::from_millis(50)).build();
+    let report = host.ready().await.unwrap();
+    assert_eq!(report.plugins[0].state, PluginState::Failed("not ready within 50 ms".into()));
+    assert_eq!(host.namespaces(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_second_plugin_with_the_same_namespace_is_refused() {
+    let host = PluginHost::builder()
+        .plugin(Recorder::new("twin"), Requirement::Optional)
+        .plugin(Recorder::new("twin"), Requirement::Optional)
+        .build();
+    let report = host.ready().await.unwrap();
+    assert_eq!(report.plugins[1].state, PluginState::Failed("plugin namespace `twin` is already taken".into()));
+    assert_eq!(headers(&host).await.headers["x-order"], "twin");
+}
+
+#[tokio::test]
+async fn without_plugins_every_hook_is_a_no_op() {
+    let host = PluginHost::default();
+    host.ready().await.unwrap();
+    let mut request = LlmRequest::new("gpt-5").system("baseline");
+    let before = request.clone();
+    assert_eq!(host.apply_chat_params(&chat_input(), &mut request).await, vec![]);
+    assert_eq!(host.apply_transforms(&chat_input(), &mut request).await, vec![]);
+    assert_eq!(request, before);
+    assert!(!host.implements(HookName::ChatParams));
+}
+
+/// Adds system text and a Context Source.
+struct Notes {
+    key: SourceKey,
+}
+
+impl ContextSource for Notes {
+    type Value = String;
+    fn key(&self) -> &SourceKey {
+        &self.key
+    }
+    async fn load(&self) -> Loaded<String> {
+        Loaded::Value("notes".into())
+    }
+    fn baseline(&self, value: &String) -> String {
+        format!("Notes: {value}")
+    }
+    fn update(&self, _: &String, value: &String) -> String {
+        format!("Notes now: {value}")
+    }
+}
+
+struct NotesPlugin;
+
+impl Plugin for NotesPlugin {
+    fn namespace(&self) -> &str {
+        "notes"
+    }
+    fn hooks(&self) -> HookSet {
+        HookSet::of([HookName::ChatSystemTransform])
+    }
+    fn start<'a>(&'a self, _: &'a opencode_plugin_host::StartContext) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn context_sources(&self) -> Vec<PluginSource> {
+        let producer = || async { SystemContext::make(Notes { key: SourceKey::new("plugin.notes/notes").unwrap() }) };
+        vec![PluginSource { name: "notes".into(), producer: Arc::new(producer) }]
+    }
+    fn chat_system_transform<'a>(&'a self, _: &'a ChatInput, output: &'a mut SystemOutput) -> HookFuture<'a> {
+        output.system.push("Be brief.".into());
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn system_transform_appends_after_the_baseline_and_never_edits_it() {
+    let host = PluginHost::builder().plugin(Arc::new(NotesPlugin), Requirement::Required).build();
+    host.ready().await.unwrap();
+    let mut request = LlmRequest::new("gpt-5").system("baseline one").system("baseline two");
+    host.apply_transforms(&chat_input(), &mut request).await;
+    let texts: Vec<&str> = request.system.iter().map(|part| part.text.as_str()).collect();
+    assert_eq!(texts, vec!["baseline one", "baseline two", "Be brief."]);
+}
+
+#[tokio::test]
+async fn context_sources_join_the_registry_and_leave_it_when_the_plugin_unloads() {
+    let host = PluginHost::builder().plugin(Arc::new(NotesPlugin), Requirement::Required).build();
+    host.ready().await.unwrap();
+    let registry = SystemContextRegistry::new();
+    assert_eq!(host.attach_context(&registry), vec![]);
+    let keys: Vec<String> = registry.keys().iter().map(ToString::to_string).collect();
+    assert_eq!(keys, vec!["plugin.notes/notes"]);
+    let generation = registry.load().await.unwrap().initialize().await.unwrap();
+    assert_eq!(generation.baseline.text, "Notes: notes");
+
+    assert!(host.unload("notes").await);
+    assert_eq!(registry.keys(), vec![]);
+    assert!(!host.implements(HookName::ChatSystemTransform));
+    // Reloading adds the sources again.
+    host.load(Arc::new(NotesPlugin)).await.unwrap();
+    assert_eq!(registry.keys().len(), 1);
+}

@@ -1,0 +1,5 @@
+mod copilot;
+mod external;
+mod host;
+mod loader;
+mod support;
