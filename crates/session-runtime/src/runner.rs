@@ -32,7 +32,6 @@ use opencode_session_store::Delivery;
 use opencode_session_store::MessageError;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessagePath;
-use opencode_session_store::MessageWithParts;
 use opencode_session_store::ModelRef;
 use opencode_session_store::Part;
 use opencode_session_store::PartKind;
@@ -297,13 +296,13 @@ impl Runner {
         let last_step = agent.steps.is_some_and(|steps| step >= steps);
         let (mut compacted, mut recovered, mut attempt) = (false, false, 0);
         loop {
-            let history = self.read(|r, id| r.full_history(id)).await?;
-            let epoch = self
-                .read(|r, id| r.active_epoch(id))
-                .await?
+            let projected = self.projected().await?;
+            let epoch = projected
+                .epoch
                 .ok_or_else(|| RuntimeError::Internal("the context epoch vanished before the provider turn".into()))?;
-            let mut request = self.request(location, agent, model, &epoch.baseline, &history, last_step);
-            let estimate = compaction::estimate_tokens(&request);
+            let known = projected.messages.len();
+            let mut request = self.request(location, agent, model, &epoch.baseline, projected.messages, last_step);
+            let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
             if self.inner.compaction.auto
                 && !compacted
@@ -315,7 +314,7 @@ impl Runner {
                 }
             }
             attempt += 1;
-            let message = self.begin_assistant(agent, model, &history).await?;
+            let message = self.begin_assistant(agent, model, projected.parent.clone()).await?;
             let turn = TurnInfo {
                 session_id: self.session_id.clone(),
                 message_id: message.id.clone(),
@@ -362,7 +361,7 @@ impl Runner {
         agent: &AgentProfile,
         model: &TurnModel,
         baseline: &str,
-        history: &[MessageWithParts],
+        messages: Vec<Message>,
         last_step: bool,
     ) -> LlmRequest {
         let mut request = LlmRequest::new(model.resolved.api_id.clone());
@@ -370,7 +369,7 @@ impl Runner {
         if !baseline.is_empty() {
             request.system.push(SystemPart::text(baseline));
         }
-        request.messages = history::to_llm_messages(history);
+        request.messages = messages;
         let options = &model.resolved.options;
         request.options = options.request.clone();
         request.generation = options.generation.clone();
@@ -624,14 +623,9 @@ impl Runner {
         &self,
         agent: &AgentProfile,
         model: &TurnModel,
-        history: &[MessageWithParts],
+        parent: Option<String>,
     ) -> Flow<AssistantMessage> {
-        let parent = history
-            .iter()
-            .rev()
-            .find(|m| matches!(m.info, MessageInfo::User(_)))
-            .map(|m| m.info.id().to_owned())
-            .unwrap_or_default();
+        let parent = parent.unwrap_or_default();
         let location = self.session().await?.directory;
         let message = AssistantMessage {
             id: id::ascending(IdKind::Message),
@@ -888,6 +882,18 @@ impl Runner {
         let session = self.read(|r, id| r.session(id)).await?;
         session
             .ok_or_else(|| RuntimeError::Store(StoreError::NotFound { kind: "session", id: self.session_id.clone() }))
+    }
+
+    /// The projected history of the next provider turn: the in-memory projection when it provably
+    /// equals the store, else a reload.
+    async fn projected(&self) -> Result<crate::projection::Projected> {
+        let inner = Arc::clone(&self.inner);
+        let session = self.session_id.clone();
+        let projected = blocking(move || inner.history.projected(&inner.store, &session)).await?;
+        if projected.reloaded {
+            tracing::debug!(session.id = %self.session_id, messages = projected.messages.len(), "projected history reloaded");
+        }
+        Ok(projected)
     }
 
     /// Runs a read of this session's rows off the async threads.
