@@ -51,6 +51,7 @@ use opencode_system_context::Prepared;
 use opencode_system_context::Replacement;
 use opencode_system_context::Snapshot;
 use opencode_system_context::prepare_epoch;
+use opencode_tool_registry::tools::plan::AgentSwitch;
 use serde_json::Value;
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -538,9 +539,19 @@ impl Runner {
             if let Some(hooks) = &inner.hooks {
                 hooks.tool_after(&turn, &call, &mut result).await;
             }
+            let switch = AgentSwitch::from_metadata(&result.metadata);
             let settled = settled_part(part, &call, result);
             let store = Arc::clone(&inner.store);
-            blocking(move || store.write(|tx| tx.upsert_part(&settled))).await?;
+            blocking(move || {
+                store.write(|tx| {
+                    tx.upsert_part(&settled)?;
+                    if let Some(switch) = &switch {
+                        switch_agent(tx, &turn, switch)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
             Ok(())
         }
         .instrument(span)
@@ -1214,6 +1225,42 @@ impl Parts {
         }
         out
     }
+}
+
+/// Acts on an approved plan-mode switch (`plan_enter`/`plan_exit`), with the call's settlement: the
+/// session continues under `switch_agent` from the next turn (a new Context Epoch, since the epoch's
+/// agent no longer matches) after a user message with the synthetic text, as OpenCode does.
+fn switch_agent(
+    tx: &mut opencode_session_store::Tx<'_>,
+    turn: &TurnInfo,
+    switch: &AgentSwitch,
+) -> opencode_session_store::Result<()> {
+    tx.update_session(&turn.session_id, |session| session.agent = Some(switch.switch_agent.clone()))?;
+    let message_id = id::ascending(IdKind::Message);
+    tx.append_message(&MessageInfo::User(UserMessage {
+        id: message_id.clone(),
+        session_id: turn.session_id.clone(),
+        time: opencode_session_store::CreatedTime { created: tx.now() },
+        format: None,
+        summary: None,
+        agent: switch.switch_agent.clone(),
+        model: ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone(), variant: None },
+        system: None,
+        tools: None,
+    }))?;
+    tx.upsert_part(&new_part(
+        &turn.session_id,
+        &message_id,
+        PartKind::Text {
+            text: switch.synthetic_text.clone(),
+            synthetic: Some(true),
+            ignored: None,
+            time: None,
+            metadata: Some(json!({"planPath": switch.plan_path})),
+        },
+    ))?;
+    tracing::info!(session.id = %turn.session_id, agent = %switch.switch_agent, "agent switched by plan mode");
+    Ok(())
 }
 
 /// The settled form of a running tool part.
