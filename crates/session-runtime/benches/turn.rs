@@ -1,6 +1,8 @@
 //! Runtime overhead per provider turn: from a tool call arriving at the end of turn k's stream to the
 //! request of turn k+1 being sent (tool settlement, boundary, context reconcile, history reload,
-//! request building), with 100 and 1,000 messages of history. A no-op tool; the mock answers at once.
+//! request building), with 10, 100 and 1,000 messages of history. A no-op tool; the mock answers at
+//! once. Then 1,000 turns in one session, printing the process's RSS growth (`VmRSS` in
+//! `/proc/self/status`) from after the first 100 turns (allocator and caches warm) to the end.
 //!
 //! `cargo bench -p opencode-session-runtime --bench turn`
 
@@ -58,8 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
         println!("runtime overhead per turn (tool call received -> next request sent), {TURNS} turns");
-        for history in [100, 1_000] {
-            let gaps = measure(history).await?;
+        for history in [10, 100, 1_000] {
+            let (gaps, _) = measure(history, TURNS).await?;
             println!(
                 "  {history:>5} messages of history: p50 {:.2} ms, p90 {:.2} ms, min {:.2} ms",
                 pct(&gaps, 50),
@@ -67,11 +69,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 gaps[0]
             );
         }
+        let (gaps, rss) = measure(10, RSS_TURNS).await?;
+        println!(
+            "{RSS_TURNS} turns in one session: p50 {:.2} ms; VmRSS {:.1} MiB after 100 turns -> {:.1} MiB after {RSS_TURNS} (+{:.1} MiB)",
+            pct(&gaps, 50),
+            rss.0,
+            rss.1,
+            rss.1 - rss.0
+        );
         Ok(())
     })
 }
 
-async fn measure(history: usize) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
+const RSS_TURNS: usize = 1_000;
+
+/// Runs `turns` tool turns over `history` seeded messages: the per-turn gaps (sorted) and the RSS
+/// (MiB) after 100 turns and at the end.
+async fn measure(history: usize, turns: usize) -> Result<(Vec<f64>, (f64, f64)), Box<dyn std::error::Error>> {
     let mock = MockProvider::start().await?;
     let root = tempfile::tempdir()?;
     let project = root.path().join("project");
@@ -101,7 +115,7 @@ async fn measure(history: usize) -> Result<Vec<f64>, Box<dyn std::error::Error>>
     .build();
     let session = rt.create_session(&project, Default::default()).await?;
     seed(&store, &session.id, history)?;
-    for turn in 0..TURNS {
+    for turn in 0..turns {
         let call = json!({"index": 0, "id": format!("call_{turn}"), "type": "function", "function": {"name": "noop", "arguments": "{}"}});
         mock.push(MockResponse::sse([
             json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).to_string(),
@@ -113,10 +127,36 @@ async fn measure(history: usize) -> Result<Vec<f64>, Box<dyn std::error::Error>>
         json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}).to_string(),
         "[DONE]".to_owned(),
     ]));
+    let watch = Arc::clone(&clock);
+    let warm = tokio::spawn(async move {
+        loop {
+            if watch.gaps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len() >= 100 {
+                return rss_mib();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
     rt.run(PromptRequest::text(&session.id, "go")).await?;
+    let end = rss_mib();
+    let warm = if turns > 100 {
+        warm.await?
+    } else {
+        warm.abort();
+        end
+    };
     let mut gaps = clock.gaps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     gaps.sort_by(f64::total_cmp);
-    Ok(gaps)
+    Ok((gaps, (warm, end)))
+}
+
+/// This process's resident set (MiB), from `/proc/self/status` (0 where there is none).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// `count` user messages with one text part each, written directly.

@@ -72,6 +72,26 @@ pub fn estimate_tokens(request: &LlmRequest) -> u64 {
     counter.0.div_ceil(4)
 }
 
+/// The token estimate of `request` when the JSON lengths of its first `known` messages are already
+/// known (`known_chars`, each message on its own): only the rest is serialised. Equal to
+/// [`estimate_tokens`].
+pub(crate) fn estimate_tokens_from(request: &LlmRequest, known: usize, known_chars: u64) -> u64 {
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, &request.system).ok();
+    serde_json::to_writer(&mut counter, &request.tools).ok();
+    let rest: u64 = request.messages.iter().skip(known).map(json_len).sum();
+    // `[`, `]` and the commas between messages.
+    let separators = 2 + request.messages.len().saturating_sub(1) as u64;
+    (counter.0 + known_chars + rest + separators).div_ceil(4)
+}
+
+/// The length of `value` as JSON.
+pub(crate) fn json_len(value: &impl serde::Serialize) -> u64 {
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).ok();
+    counter.0
+}
+
 /// What a compaction summarises and keeps.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Selection {

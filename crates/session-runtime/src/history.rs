@@ -71,32 +71,36 @@ impl StoredPrompt {
 pub(crate) const RECENT_CONTEXT: &str = "recentContext";
 
 /// The chronological request messages for projected `history`.
-pub(crate) fn to_llm_messages(history: &[MessageWithParts]) -> Vec<Message> {
+pub fn to_llm_messages(history: &[MessageWithParts]) -> Vec<Message> {
     let mut out = Vec::with_capacity(history.len() + history.len() / 2);
-    let mut index = 0;
-    while let Some(message) = history.get(index) {
-        index += 1;
-        match &message.info {
-            MessageInfo::System(system) => out.push(Message::system_update(system.text.clone())),
-            MessageInfo::User(_) if is_compaction(message) => {
-                let summary = history.get(index).filter(|next| is_summary(next));
-                if summary.is_some() {
-                    index += 1;
-                }
-                out.push(Message::user(checkpoint(summary.map(texts).unwrap_or_default(), &recent_context(message))));
-            }
-            MessageInfo::User(_) => {
-                let content = user_content(message);
-                if !content.is_empty() {
-                    out.push(Message { role: Role::User, content });
-                }
-            }
-            // A summary without its compaction message (its boundary moved on) carries nothing new.
-            MessageInfo::Assistant(_) if is_summary(message) => {}
-            MessageInfo::Assistant(_) => assistant_messages(message, &mut out),
-        }
+    for index in 0..history.len() {
+        convert_at(history, index, &mut out);
     }
     out
+}
+
+/// The request messages history entry `index` contributes. They depend on that entry only, except
+/// that a compaction message also reads the summary right after it (and that summary contributes
+/// nothing of its own).
+pub(crate) fn convert_at(history: &[MessageWithParts], index: usize, out: &mut Vec<Message>) {
+    let Some(message) = history.get(index) else { return };
+    match &message.info {
+        MessageInfo::System(system) => out.push(Message::system_update(system.text.clone())),
+        MessageInfo::User(_) if is_compaction(message) => {
+            let summary = history.get(index + 1).filter(|next| is_summary(next));
+            out.push(Message::user(checkpoint(summary.map(texts).unwrap_or_default(), &recent_context(message))));
+        }
+        MessageInfo::User(_) => {
+            let content = user_content(message);
+            if !content.is_empty() {
+                out.push(Message { role: Role::User, content });
+            }
+        }
+        // A summary is part of its compaction's checkpoint; without one (its boundary moved on) it
+        // carries nothing new.
+        MessageInfo::Assistant(_) if is_summary(message) => {}
+        MessageInfo::Assistant(_) => assistant_messages(message, out),
+    }
 }
 
 /// The model-visible form of a compaction checkpoint.

@@ -41,9 +41,11 @@ impl RegistryTools {
         Self { registry, agents, permissions }
     }
 
-    /// The standard tools (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`, `list`, `bash`) of
-    /// `directory`, with OpenCode's agents and `config`'s permissions. `permissions` holds pending
-    /// requests; share one across Locations so a client can answer them.
+    /// The standard tools of `directory` (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`,
+    /// `list`, `bash`, `webfetch`, and plan mode's `plan_enter`/`plan_exit`), with OpenCode's agents
+    /// and `config`'s permissions. `websearch` is absent (no search backend is configured; the
+    /// registry says so when it is called). `permissions` holds pending requests; share one across
+    /// Locations so a client can answer them.
     pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
         let tool_output = paths.tool_output_dir();
         let location = opencode_tool_registry::Location::new(directory, &tool_output)
@@ -53,6 +55,13 @@ impl RegistryTools {
         opencode_tool_registry::tools::register_filesystem_and_shell(
             &registry,
             Arc::new(opencode_tool_registry::tools::NoEnv),
+        )
+        .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        opencode_tool_registry::tools::register_web(&registry, None)
+            .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        opencode_tool_registry::tools::register_plan_mode(
+            &registry,
+            opencode_tool_registry::tools::plan::PlanFiles::new(paths.plans_dir()),
         )
         .map_err(|err| RuntimeError::Tools(err.to_string()))?;
         let dirs = AgentDirs {

@@ -32,7 +32,6 @@ use opencode_session_store::Delivery;
 use opencode_session_store::MessageError;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessagePath;
-use opencode_session_store::MessageWithParts;
 use opencode_session_store::ModelRef;
 use opencode_session_store::Part;
 use opencode_session_store::PartKind;
@@ -52,6 +51,7 @@ use opencode_system_context::Prepared;
 use opencode_system_context::Replacement;
 use opencode_system_context::Snapshot;
 use opencode_system_context::prepare_epoch;
+use opencode_tool_registry::tools::plan::AgentSwitch;
 use serde_json::Value;
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -297,13 +297,13 @@ impl Runner {
         let last_step = agent.steps.is_some_and(|steps| step >= steps);
         let (mut compacted, mut recovered, mut attempt) = (false, false, 0);
         loop {
-            let history = self.read(|r, id| r.full_history(id)).await?;
-            let epoch = self
-                .read(|r, id| r.active_epoch(id))
-                .await?
+            let projected = self.projected().await?;
+            let epoch = projected
+                .epoch
                 .ok_or_else(|| RuntimeError::Internal("the context epoch vanished before the provider turn".into()))?;
-            let mut request = self.request(location, agent, model, &epoch.baseline, &history, last_step);
-            let estimate = compaction::estimate_tokens(&request);
+            let known = projected.messages.len();
+            let mut request = self.request(location, agent, model, &epoch.baseline, projected.messages, last_step);
+            let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
             if self.inner.compaction.auto
                 && !compacted
@@ -315,7 +315,7 @@ impl Runner {
                 }
             }
             attempt += 1;
-            let message = self.begin_assistant(agent, model, &history).await?;
+            let message = self.begin_assistant(agent, model, projected.parent.clone()).await?;
             let turn = TurnInfo {
                 session_id: self.session_id.clone(),
                 message_id: message.id.clone(),
@@ -362,7 +362,7 @@ impl Runner {
         agent: &AgentProfile,
         model: &TurnModel,
         baseline: &str,
-        history: &[MessageWithParts],
+        messages: Vec<Message>,
         last_step: bool,
     ) -> LlmRequest {
         let mut request = LlmRequest::new(model.resolved.api_id.clone());
@@ -370,7 +370,7 @@ impl Runner {
         if !baseline.is_empty() {
             request.system.push(SystemPart::text(baseline));
         }
-        request.messages = history::to_llm_messages(history);
+        request.messages = messages;
         let options = &model.resolved.options;
         request.options = options.request.clone();
         request.generation = options.generation.clone();
@@ -539,9 +539,19 @@ impl Runner {
             if let Some(hooks) = &inner.hooks {
                 hooks.tool_after(&turn, &call, &mut result).await;
             }
+            let switch = AgentSwitch::from_metadata(&result.metadata);
             let settled = settled_part(part, &call, result);
             let store = Arc::clone(&inner.store);
-            blocking(move || store.write(|tx| tx.upsert_part(&settled))).await?;
+            blocking(move || {
+                store.write(|tx| {
+                    tx.upsert_part(&settled)?;
+                    if let Some(switch) = &switch {
+                        switch_agent(tx, &turn, switch)?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
             Ok(())
         }
         .instrument(span)
@@ -624,14 +634,9 @@ impl Runner {
         &self,
         agent: &AgentProfile,
         model: &TurnModel,
-        history: &[MessageWithParts],
+        parent: Option<String>,
     ) -> Flow<AssistantMessage> {
-        let parent = history
-            .iter()
-            .rev()
-            .find(|m| matches!(m.info, MessageInfo::User(_)))
-            .map(|m| m.info.id().to_owned())
-            .unwrap_or_default();
+        let parent = parent.unwrap_or_default();
         let location = self.session().await?.directory;
         let message = AssistantMessage {
             id: id::ascending(IdKind::Message),
@@ -888,6 +893,18 @@ impl Runner {
         let session = self.read(|r, id| r.session(id)).await?;
         session
             .ok_or_else(|| RuntimeError::Store(StoreError::NotFound { kind: "session", id: self.session_id.clone() }))
+    }
+
+    /// The projected history of the next provider turn: the in-memory projection when it provably
+    /// equals the store, else a reload.
+    async fn projected(&self) -> Result<crate::projection::Projected> {
+        let inner = Arc::clone(&self.inner);
+        let session = self.session_id.clone();
+        let projected = blocking(move || inner.history.projected(&inner.store, &session)).await?;
+        if projected.reloaded {
+            tracing::debug!(session.id = %self.session_id, messages = projected.messages.len(), "projected history reloaded");
+        }
+        Ok(projected)
     }
 
     /// Runs a read of this session's rows off the async threads.
@@ -1208,6 +1225,42 @@ impl Parts {
         }
         out
     }
+}
+
+/// Acts on an approved plan-mode switch (`plan_enter`/`plan_exit`), with the call's settlement: the
+/// session continues under `switch_agent` from the next turn (a new Context Epoch, since the epoch's
+/// agent no longer matches) after a user message with the synthetic text, as OpenCode does.
+fn switch_agent(
+    tx: &mut opencode_session_store::Tx<'_>,
+    turn: &TurnInfo,
+    switch: &AgentSwitch,
+) -> opencode_session_store::Result<()> {
+    tx.update_session(&turn.session_id, |session| session.agent = Some(switch.switch_agent.clone()))?;
+    let message_id = id::ascending(IdKind::Message);
+    tx.append_message(&MessageInfo::User(UserMessage {
+        id: message_id.clone(),
+        session_id: turn.session_id.clone(),
+        time: opencode_session_store::CreatedTime { created: tx.now() },
+        format: None,
+        summary: None,
+        agent: switch.switch_agent.clone(),
+        model: ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone(), variant: None },
+        system: None,
+        tools: None,
+    }))?;
+    tx.upsert_part(&new_part(
+        &turn.session_id,
+        &message_id,
+        PartKind::Text {
+            text: switch.synthetic_text.clone(),
+            synthetic: Some(true),
+            ignored: None,
+            time: None,
+            metadata: Some(json!({"planPath": switch.plan_path})),
+        },
+    ))?;
+    tracing::info!(session.id = %turn.session_id, agent = %switch.switch_agent, "agent switched by plan mode");
+    Ok(())
 }
 
 /// The settled form of a running tool part.

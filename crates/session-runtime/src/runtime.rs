@@ -17,6 +17,7 @@ use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
 use opencode_session_store::Delivery;
+use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
 use opencode_session_store::Session;
 use opencode_session_store::SessionInput;
@@ -38,6 +39,7 @@ use crate::hooks::Hooks;
 use crate::location::Location;
 use crate::location::LocationFactory;
 use crate::location::StandardLocations;
+use crate::projection::HistoryCache;
 use crate::store::blocking;
 
 pub use opencode_session_store::GLOBAL_PROJECT;
@@ -204,10 +206,12 @@ impl RuntimeBuilder {
             bus: EventBus::new(self.options.event_capacity),
             coordinator: Coordinator::default(),
             options: self.options,
+            history: HistoryCache::default(),
         });
         let weak = Arc::downgrade(&inner);
         inner.store.set_event_hook(Arc::new(move |events| {
             if let Some(inner) = weak.upgrade() {
+                inner.history.apply(events);
                 for event in events {
                     inner.publish(RuntimeEvent::Durable(event.clone()));
                 }
@@ -254,6 +258,19 @@ impl SessionRuntime {
     /// The store the runtime writes to (for reads: history, events after N, sessions).
     pub fn store(&self) -> &Arc<Store> {
         &self.inner.store
+    }
+
+    /// The projected history the runtime holds in memory for `session_id` and the request messages it
+    /// projects to, checked against the store as before a provider turn; `None` when it was not
+    /// current and had to be reloaded. Diagnostics: it must equal a fresh
+    /// [`Reader::full_history`](opencode_session_store::Reader::full_history) and its projection.
+    pub async fn cached_history(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<(Vec<MessageWithParts>, Vec<opencode_llm::Message>)>> {
+        let inner = Arc::clone(&self.inner);
+        let session = session_id.to_owned();
+        blocking(move || inner.history.held(&inner.store, &session)).await
     }
 
     /// Subscribes to the event bus: durable events after their commit, plus live deltas and status.
@@ -385,6 +402,8 @@ pub(crate) struct Inner {
     bus: EventBus,
     pub(crate) coordinator: Coordinator,
     pub(crate) options: RuntimeOptions,
+    /// Projected history per session, maintained from committed events.
+    pub(crate) history: HistoryCache,
 }
 
 impl Inner {

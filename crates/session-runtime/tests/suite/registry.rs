@@ -72,3 +72,67 @@ async fn the_registry_tools_read_and_edit_files_in_the_project() {
     let read = requests[1].iter().find(|m| m["role"] == "tool").unwrap()["content"].as_str().unwrap().to_owned();
     assert!(read.contains("41"), "{read}");
 }
+
+#[tokio::test]
+async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_message_and_a_new_epoch() {
+    let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
+    }))
+    .unwrap();
+    let paths = Paths::under(data.path());
+    let permissions = Arc::new(Permissions::in_memory());
+    let (tool_config, tool_paths, tool_permissions) = (config.clone(), paths.clone(), Arc::clone(&permissions));
+    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
+        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?))
+    });
+    let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
+    let runtime = SessionRuntime::builder(
+        Arc::clone(&store),
+        opencode_llm::LlmClient::new().unwrap(),
+        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
+        Arc::new(config),
+        paths,
+    )
+    .locations(locations)
+    .build();
+    let new = NewSession { agent: Some("plan".into()), ..NewSession::default() };
+    let session = runtime.create_session(project.path(), new).await.unwrap();
+    // The user approves the switch when asked.
+    let mut asked = permissions.subscribe();
+    let answering = Arc::clone(&permissions);
+    tokio::spawn(async move {
+        while let Ok(event) = asked.recv().await {
+            if let opencode_tool_registry::PendingEvent::Asked(request) = event {
+                let reply = opencode_tool_registry::Reply::Answer { answers: vec![vec!["Yes".into()]] };
+                answering.reply(&request.id, reply).unwrap();
+            }
+        }
+    });
+    mock.push_all([tool_call("call_1", "plan_exit", json!({})), text("Implementing.")]);
+    let result = runtime.run(PromptRequest::text(&session.id, "Plan the change")).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    assert_eq!(result.session.agent.as_deref(), Some("build"));
+    let first_tools: Vec<String> = mock.requests()[0].body_json().unwrap()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(first_tools.contains(&"plan_exit".to_owned()), "{first_tools:?}");
+    assert!(first_tools.contains(&"webfetch".to_owned()), "{first_tools:?}");
+    let second = requests(&mock).pop().unwrap();
+    let last = super::support::transcript(&second).pop().unwrap();
+    assert!(
+        last.starts_with("user: The plan at ")
+            && last.ends_with("has been approved, you can now edit files. Execute the plan"),
+        "{last}"
+    );
+    let epoch = store.read(|r| r.active_epoch(&session.id)).unwrap().unwrap();
+    assert_eq!((epoch.epoch, epoch.agent.as_str()), (2, "build"), "the agent switch starts a new context epoch");
+}

@@ -1,0 +1,364 @@
+//! Projected history kept in memory between provider turns, so that a turn converts only what is new.
+//!
+//! The cache of a session is exactly what [`Reader::full_history`] would return, plus the request
+//! messages each entry projects to and their JSON size (for the token estimate). It is kept equal to
+//! the store by applying the store's committed events in order (`message.updated`,
+//! `message.part.updated`, `message.part.removed`, `message.removed`); any event it cannot apply
+//! exactly (a gap in the per-session sequence, a revert, a kind that may rewrite history) marks it
+//! stale. Before each provider turn, [`HistoryCache::projected`] checks it in one read transaction
+//! against the store's latest event sequence, the active Context Epoch (compaction and epoch
+//! changes write no event of their own) and the session's revert: on any difference, including
+//! writes by another process, it reloads from the store. So "projected history is reloaded before
+//! each provider turn" stays true in meaning: what a turn sends equals a fresh reload.
+//!
+//! New messages arrive as ids first (an event does not tell a new message from an update of one the
+//! projection hides); the check reads them with their store position in the same transaction.
+
+use std::collections::BTreeSet;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+
+use opencode_llm::Message;
+use opencode_session_store::ContextEpoch;
+use opencode_session_store::Event;
+use opencode_session_store::MessageInfo;
+use opencode_session_store::MessageWithParts;
+use opencode_session_store::Part;
+use opencode_session_store::Reader;
+use opencode_session_store::Store;
+use opencode_session_store::StoreError;
+use serde_json::Value;
+
+use crate::compaction::json_len;
+use crate::history;
+
+/// Sessions whose projection is kept at most (least recently used are dropped first).
+const MAX_SESSIONS: usize = 32;
+
+/// The projected history of a provider turn.
+#[derive(Debug, Clone)]
+pub(crate) struct Projected {
+    /// The request messages of the whole projection, in order.
+    pub(crate) messages: Vec<Message>,
+    /// Sum of the JSON lengths of `messages` (each on its own, without separators).
+    pub(crate) message_chars: u64,
+    /// The newest user message (the parent of the next assistant message).
+    pub(crate) parent: Option<String>,
+    /// The active Context Epoch the projection was taken under.
+    pub(crate) epoch: Option<ContextEpoch>,
+    /// The projection was reloaded from the store (not served from memory).
+    pub(crate) reloaded: bool,
+}
+
+/// Per-session projected history, maintained from the store's events.
+#[derive(Default)]
+pub(crate) struct HistoryCache {
+    sessions: Mutex<HashMap<String, Arc<Mutex<Cached>>>>,
+    /// Snapshot counter, for least-recently-used eviction.
+    clock: Mutex<u64>,
+}
+
+impl HistoryCache {
+    /// Applies committed events (called by the store's event hook, in commit order per session).
+    pub(crate) fn apply(&self, events: &[Event]) {
+        let mut current: Option<(&str, Arc<Mutex<Cached>>)> = None;
+        for event in events {
+            if current.as_ref().is_none_or(|(id, _)| *id != event.session_id) {
+                let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                match sessions.get(&event.session_id) {
+                    Some(cached) => current = Some((event.session_id.as_str(), Arc::clone(cached))),
+                    None => {
+                        current = None;
+                        continue;
+                    }
+                }
+            }
+            if let Some((_, cached)) = &current {
+                cached.lock().unwrap_or_else(PoisonError::into_inner).apply(event);
+            }
+        }
+    }
+
+    /// The projected history of `session_id` now: from memory when the cache provably equals the
+    /// store, otherwise reloaded. Blocking (run it on the blocking pool).
+    pub(crate) fn projected(&self, store: &Store, session_id: &str) -> opencode_session_store::Result<Projected> {
+        Ok(self.check(store, session_id, false)?.0)
+    }
+
+    /// What the cache holds for `session_id` after the same check as [`HistoryCache::projected`]:
+    /// `None` when it had to reload (diagnostics and tests).
+    pub(crate) fn held(
+        &self,
+        store: &Store,
+        session_id: &str,
+    ) -> opencode_session_store::Result<Option<(Vec<MessageWithParts>, Vec<Message>)>> {
+        let (projected, history) = self.check(store, session_id, true)?;
+        Ok((!projected.reloaded).then(|| (history.unwrap_or_default(), projected.messages)))
+    }
+
+    fn check(
+        &self,
+        store: &Store,
+        session_id: &str,
+        with_history: bool,
+    ) -> opencode_session_store::Result<(Projected, Option<Vec<MessageWithParts>>)> {
+        let cached = self.entry(session_id);
+        let mut cached = cached.lock().unwrap_or_else(PoisonError::into_inner);
+        store.read(|r| {
+            let seq = r.latest_seq(session_id)?;
+            let epoch = r.active_epoch(session_id)?;
+            let session = r
+                .session(session_id)?
+                .ok_or_else(|| StoreError::NotFound { kind: "session", id: session_id.to_owned() })?;
+            let key = epoch.as_ref().map(EpochKey::of);
+            let reloaded = if cached.valid_for(seq, key, session.revert.is_none()) {
+                cached.resolve(r, session_id)?;
+                false
+            } else {
+                *cached = Cached::load(r, session_id, seq, key)?;
+                // A staged revert hides history from a message (or part) on: not maintained in memory.
+                cached.stale = session.revert.is_some();
+                true
+            };
+            let history = with_history.then(|| cached.history.clone());
+            Ok((cached.projected(epoch, reloaded), history))
+        })
+    }
+
+    fn entry(&self, session_id: &str) -> Arc<Mutex<Cached>> {
+        let tick = {
+            let mut clock = self.clock.lock().unwrap_or_else(PoisonError::into_inner);
+            *clock += 1;
+            *clock
+        };
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if !sessions.contains_key(session_id) && sessions.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, cached)| cached.lock().unwrap_or_else(PoisonError::into_inner).used)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                sessions.remove(&oldest);
+            }
+        }
+        let cached =
+            Arc::clone(sessions.entry(session_id.to_owned()).or_insert_with(|| Arc::new(Mutex::new(Cached::stale()))));
+        cached.lock().unwrap_or_else(PoisonError::into_inner).used = tick;
+        cached
+    }
+}
+
+/// What of the active epoch decides the projection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EpochKey {
+    epoch: i64,
+    history_from: i64,
+    begins_at: i64,
+}
+
+impl EpochKey {
+    fn of(epoch: &ContextEpoch) -> Self {
+        Self { epoch: epoch.epoch, history_from: epoch.history_from, begins_at: epoch.begins_at }
+    }
+
+    /// Whether a message at `seq` with `info` is part of the projection (the store's rule).
+    fn includes(key: Option<Self>, seq: i64, info: &MessageInfo) -> bool {
+        let (history_from, system_from) = key.map_or((0, 0), |k| (k.history_from, k.begins_at));
+        seq >= history_from && (!matches!(info, MessageInfo::System(_)) || seq >= system_from)
+    }
+}
+
+/// One entry's request messages and their JSON size.
+#[derive(Debug, Clone)]
+struct Converted {
+    messages: Vec<Message>,
+    chars: u64,
+}
+
+struct Cached {
+    /// The store's event sequence the cache reflects.
+    seq: i64,
+    key: Option<EpochKey>,
+    /// Must be reloaded before use.
+    stale: bool,
+    history: Vec<MessageWithParts>,
+    /// Parallel to `history`; `None` when the entry (or its neighbour) changed since conversion.
+    converted: Vec<Option<Converted>>,
+    /// Ids of messages that events named but the cache does not hold (new, or hidden by the projection).
+    pending: BTreeSet<String>,
+    used: u64,
+}
+
+impl Cached {
+    fn stale() -> Self {
+        Self {
+            seq: 0,
+            key: None,
+            stale: true,
+            history: Vec::new(),
+            converted: Vec::new(),
+            pending: BTreeSet::new(),
+            used: 0,
+        }
+    }
+
+    fn load(r: &Reader<'_>, session_id: &str, seq: i64, key: Option<EpochKey>) -> opencode_session_store::Result<Self> {
+        let history = r.full_history(session_id)?;
+        let converted = vec![None; history.len()];
+        Ok(Self { seq, key, stale: false, history, converted, pending: BTreeSet::new(), used: 0 })
+    }
+
+    fn valid_for(&self, seq: i64, key: Option<EpochKey>, no_revert: bool) -> bool {
+        !self.stale && self.seq == seq && self.key == key && no_revert
+    }
+
+    /// Reads the messages events named but the cache does not hold, in the checking transaction.
+    fn resolve(&mut self, r: &Reader<'_>, session_id: &str) -> opencode_session_store::Result<()> {
+        for id in std::mem::take(&mut self.pending) {
+            let Some(message) = r.message(&id)? else { continue };
+            if message.info.session_id() != session_id || !EpochKey::includes(self.key, message.seq, &message.info) {
+                continue;
+            }
+            let at = self.history.partition_point(|m| m.seq < message.seq);
+            if self.history.get(at).is_some_and(|m| m.seq == message.seq) {
+                self.history[at] = message;
+            } else {
+                self.history.insert(at, message);
+                self.converted.insert(at, None);
+            }
+            self.touched(at);
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: &Event) {
+        if self.stale || event.seq <= self.seq {
+            return;
+        }
+        if event.seq != self.seq + 1 {
+            self.stale = true;
+            return;
+        }
+        self.seq = event.seq;
+        if !self.apply_kind(event) {
+            self.stale = true;
+        }
+    }
+
+    /// Applies one in-sequence event; `false` when the cache cannot follow it exactly.
+    fn apply_kind(&mut self, event: &Event) -> bool {
+        match event.kind.as_str() {
+            "message.updated" => {
+                let Some(info) = decode::<MessageInfo>(event, "info") else { return false };
+                match self.position(info.id()) {
+                    Some(at) => {
+                        self.history[at].info = info;
+                        self.touched(at);
+                    }
+                    None => {
+                        self.pending.insert(info.id().to_owned());
+                    }
+                }
+                true
+            }
+            "message.part.updated" => {
+                let Some(part) = decode::<Part>(event, "part") else { return false };
+                let Some(at) = self.position(&part.message_id) else {
+                    self.pending.insert(part.message_id);
+                    return true;
+                };
+                let parts = &mut self.history[at].parts;
+                match parts.iter_mut().find(|p| p.id == part.id) {
+                    Some(slot) => *slot = part,
+                    None => parts.push(part),
+                }
+                self.touched(at);
+                true
+            }
+            "message.part.removed" => {
+                let (Some(message), Some(part)) = (field(event, "messageID"), field(event, "partID")) else {
+                    return false;
+                };
+                if let Some(at) = self.position(message) {
+                    self.history[at].parts.retain(|p| p.id != part);
+                    self.touched(at);
+                }
+                true
+            }
+            "message.removed" => {
+                let Some(message) = field(event, "messageID") else { return false };
+                self.pending.remove(message);
+                if let Some(at) = self.position(message) {
+                    self.history.remove(at);
+                    self.converted.remove(at);
+                    self.touched(at.saturating_sub(1));
+                    if at < self.history.len() {
+                        self.touched(at);
+                    }
+                }
+                true
+            }
+            // A staged revert hides history from a message on (committing one removes rows with events).
+            "session.updated" => event.data.get("info").and_then(|info| info.get("revert")).is_none_or(Value::is_null),
+            // Events that never change messages or parts.
+            "session.created"
+            | "session.error"
+            | "session.next.prompt.admitted"
+            | "session.next.prompted"
+            | "session.next.context.updated"
+            | "session.next.compaction.started"
+            | "session.next.compaction.ended"
+            | "session.next.retried"
+            | "permission.asked"
+            | "permission.replied"
+            | "todo.updated" => true,
+            _ => false,
+        }
+    }
+
+    fn position(&self, message_id: &str) -> Option<usize> {
+        // New activity is almost always at the end.
+        self.history.iter().rposition(|m| m.info.id() == message_id)
+    }
+
+    /// Entry `at` changed: its conversion and its predecessor's (a compaction reads the next entry) go.
+    fn touched(&mut self, at: usize) {
+        if let Some(slot) = self.converted.get_mut(at) {
+            *slot = None;
+        }
+        if let Some(slot) = at.checked_sub(1).and_then(|before| self.converted.get_mut(before)) {
+            *slot = None;
+        }
+    }
+
+    fn projected(&mut self, epoch: Option<ContextEpoch>, reloaded: bool) -> Projected {
+        let mut messages = Vec::with_capacity(self.history.len() + self.history.len() / 2);
+        let mut message_chars = 0;
+        for index in 0..self.history.len() {
+            let converted = match &self.converted[index] {
+                Some(converted) => converted,
+                None => {
+                    let mut out = Vec::new();
+                    history::convert_at(&self.history, index, &mut out);
+                    let chars = out.iter().map(json_len).sum();
+                    self.converted[index].insert(Converted { messages: out, chars })
+                }
+            };
+            messages.extend(converted.messages.iter().cloned());
+            message_chars += converted.chars;
+        }
+        let parent =
+            self.history.iter().rev().find(|m| matches!(m.info, MessageInfo::User(_))).map(|m| m.info.id().to_owned());
+        Projected { messages, message_chars, parent, epoch, reloaded }
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(event: &Event, key: &str) -> Option<T> {
+    T::deserialize(event.data.get(key)?).ok()
+}
+
+fn field<'e>(event: &'e Event, key: &str) -> Option<&'e str> {
+    event.data.get(key)?.as_str()
+}
