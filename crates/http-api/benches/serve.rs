@@ -7,6 +7,9 @@
 //! 2. Create a session; list 200 sessions; prompt and wait for the reply; GET 200 messages.
 //! 3. Resident memory idle, and its growth over 100 prompt turns.
 //! 4. A prompt turn with 100 `/event` subscribers connected, against none.
+//! 5. Over the session runtime (`start_server`): prompt and wait against a local OpenAI-compatible mock
+//!    that streams each SSE frame as its own write, once with `TCP_NODELAY` on the mock's sockets and
+//!    once without (Nagle on, as in `../shared/bench/mock_openai.py`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,6 +103,82 @@ async fn run() {
     for subscriber in subscribers {
         subscriber.await.unwrap();
     }
+
+    println!();
+    println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
+    for nodelay in [true, false] {
+        let (turn, min) = runtime_turn(nodelay).await;
+        let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
+        println!("prompt and wait, mock {label}: {} (min {})", ms(turn), ms(min));
+    }
+}
+
+/// Median and best of 50 synchronous prompt turns through `start_server` against a mock provider.
+async fn runtime_turn(nodelay: bool) -> (Duration, Duration) {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("project");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mock = mock_provider(nodelay).await;
+    let config = json!({
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": format!("http://{mock}/v1"), "apiKey": "x"},
+            "models": {"m": {"tool_call": true}}}},
+        "model": "mock/m", "small_model": "mock/m"
+    });
+    std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
+    let env = Env::from_pairs([("HOME", root.path().join("home").to_string_lossy().into_owned())]);
+    let options = ServerOptions { port: 0, ..ServerOptions::default() };
+    let server = opencode_http_api::start_server(options, env, dir).await.unwrap();
+    let (http, url) = (reqwest::Client::new(), server.url());
+    let session = post(&http, &format!("{url}/session"), json!({})).await;
+    let turn_url = format!("{url}/session/{}/message", session["id"].as_str().unwrap());
+    let prompt = json!({ "parts": [{ "type": "text", "text": "hello" }] });
+    post(&http, &turn_url, prompt.clone()).await;
+    let mut times = Vec::new();
+    for _ in 0..50 {
+        let start = Instant::now();
+        post(&http, &turn_url, prompt.clone()).await;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    server.shutdown().await.unwrap();
+    (times[times.len() / 2], times[0])
+}
+
+/// An OpenAI-compatible chat mock on 127.0.0.1 that streams a four-delta text reply, yielding between
+/// frames so that each one is its own socket write (like a naive provider or the shared Python mock).
+async fn mock_provider(nodelay: bool) -> std::net::SocketAddr {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let listener = listener.tap_io(move |stream| stream.set_nodelay(nodelay).unwrap());
+    let app = axum::Router::new().fallback(|| async {
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string()
+        };
+        let mut frames = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+        frames.extend(["Hello ", "from ", "the ", "mock."].map(|t| chunk(json!({"content": t}), Value::Null)));
+        frames.push(chunk(json!({}), json!("stop")));
+        frames.push(
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m", "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 4, "total_tokens": 14}})
+            .to_string(),
+        );
+        frames.push("[DONE]".to_owned());
+        let stream = futures_util::stream::unfold(frames.into_iter(), |mut frames| async move {
+            let frame = frames.next()?;
+            tokio::task::yield_now().await;
+            Some((Ok::<_, std::convert::Infallible>(bytes::Bytes::from(format!("data: {frame}\n\n"))), frames))
+        });
+        axum::response::Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(axum::body::Body::from_stream(stream))
+            .unwrap()
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
 }
 
 async fn median<F, Fut>(runs: usize, mut f: F) -> Duration

@@ -74,6 +74,57 @@ pub trait SessionDriver: Send + Sync + 'static {
     fn statuses(&self) -> BTreeMap<String, SessionStatus> {
         BTreeMap::new()
     }
+
+    /// Questions the `question` tool is waiting on, oldest first (`GET /question`).
+    fn questions(&self) -> Vec<QuestionRequest> {
+        Vec::new()
+    }
+
+    /// Answers a pending question (`answers`, one list of chosen labels per question) or dismisses it
+    /// (`None`); the waiting call continues. Unknown ids are [`DriverError::NotFound`].
+    fn answer_question(
+        &self,
+        id: String,
+        _answers: Option<Vec<Vec<String>>>,
+    ) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async move { Err(DriverError::NotFound(format!("question {id} not found"))) })
+    }
+}
+
+/// `QuestionRequest`: a pending `question` tool call, as `GET /question` and `question.asked` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct QuestionRequest {
+    pub id: String,
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    pub questions: Vec<opencode_tool_registry::Question>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<QuestionTool>,
+}
+
+/// `QuestionTool`: the tool call that asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct QuestionTool {
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    #[serde(rename = "callID")]
+    pub call_id: String,
+}
+
+impl QuestionRequest {
+    /// The question of a pending tool-registry request (`None` for permission requests).
+    pub fn from_pending(request: &opencode_tool_registry::PendingRequest) -> Option<Self> {
+        let opencode_tool_registry::PendingKind::Question { questions } = &request.kind else { return None };
+        Some(Self {
+            id: request.id.clone(),
+            session_id: request.session_id.clone(),
+            questions: questions.clone(),
+            tool: request
+                .tool
+                .as_ref()
+                .map(|tool| QuestionTool { message_id: tool.message_id.clone(), call_id: tool.call_id.clone() }),
+        })
+    }
 }
 
 /// One event of a driver, in the order the server should publish it.

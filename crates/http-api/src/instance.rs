@@ -33,30 +33,52 @@ pub struct Instance {
     pub project: Project,
     env: Env,
     paths: Paths,
-    config: OnceLock<Arc<LoadedConfig>>,
-    catalog: OnceLock<Result<Arc<Catalog>, String>>,
+    /// The loaded configuration, until `PATCH /config` invalidates it.
+    config: Mutex<Option<Arc<LoadedConfig>>>,
+    /// The catalog with the configuration it was built from.
+    catalog: Mutex<Option<BuiltCatalog>>,
     models: Arc<ModelsSource>,
 }
 
 impl Instance {
     /// The merged configuration for this directory (loaded on first use; blocking).
     pub fn config(&self) -> Arc<LoadedConfig> {
-        Arc::clone(self.config.get_or_init(|| {
+        let mut cached = self.config.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(cached.get_or_insert_with(|| {
             let mut options = LoadOptions::new(self.env.clone(), &self.directory);
             options.paths = self.paths.clone();
             Arc::new(opencode_config::load(&options))
         }))
     }
 
+    /// Forgets the loaded configuration (and the catalog built from it): the next use reloads.
+    pub fn invalidate(&self) {
+        *self.config.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// The catalog with this directory's configuration applied (loaded on first use; blocking).
     pub fn catalog(&self) -> Result<Arc<Catalog>, ApiError> {
-        self.catalog
-            .get_or_init(|| {
-                let base = self.models.get(&self.paths, &self.env)?;
-                (*base).clone().with_config(&self.config().config).map(Arc::new).map_err(|e| e.to_string())
-            })
-            .clone()
-            .map_err(|err| ApiError::Internal(format!("cannot load the model catalog: {err}")))
+        let config = self.config();
+        let mut cached = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((built_from, catalog)) = cached.as_ref()
+            && Arc::ptr_eq(built_from, &config)
+        {
+            return catalog.clone().map_err(catalog_error);
+        }
+        let catalog = self
+            .models
+            .get(&self.paths, &self.env)
+            .and_then(|base| (*base).clone().with_config(&config.config).map(Arc::new).map_err(|e| e.to_string()));
+        *cached = Some((config, catalog.clone()));
+        catalog.map_err(catalog_error)
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.paths
     }
 
     /// The directory as the API spells it.
@@ -70,6 +92,9 @@ impl Instance {
         self.project.id == GLOBAL_PROJECT
     }
 }
+
+/// A catalog (or why it could not be built) with the configuration it was built from.
+type BuiltCatalog = (Arc<LoadedConfig>, Result<Arc<Catalog>, String>);
 
 /// The instances of one server, created on first use and kept.
 pub struct Instances {
@@ -102,12 +127,21 @@ impl Instances {
             project,
             env: self.env.clone(),
             paths: self.paths.clone(),
-            config: OnceLock::new(),
-            catalog: OnceLock::new(),
+            config: Mutex::default(),
+            catalog: Mutex::default(),
             models: Arc::clone(&self.models),
         });
         let mut map = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(Arc::clone(map.entry(directory.to_path_buf()).or_insert(instance)))
+    }
+
+    /// Every instance forgets its configuration (after a configuration file changed).
+    pub fn invalidate_configs(&self) {
+        let all: Vec<Arc<Instance>> =
+            self.by_directory.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        for instance in all {
+            instance.invalidate();
+        }
     }
 
     /// The stored project of `worktree`, created (or refreshed) in the store.
@@ -136,6 +170,10 @@ impl Instances {
         })?;
         Ok(project)
     }
+}
+
+fn catalog_error(err: String) -> ApiError {
+    ApiError::Internal(format!("cannot load the model catalog: {err}"))
 }
 
 /// The catalog before configuration, read once per server (file, cache or bundled snapshot; never the

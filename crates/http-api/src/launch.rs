@@ -73,7 +73,7 @@ pub fn store_permissions(store: Arc<Store>) -> Arc<Permissions> {
 }
 
 /// A runtime over `store` whose Locations get the standard tools plus `todowrite`/`todoread` (kept in
-/// the store), all asking `permissions`.
+/// the store) and `question` (answered over HTTP), all asking `permissions`.
 pub fn build_runtime(
     store: Arc<Store>,
     llm: LlmClient,
@@ -87,7 +87,8 @@ pub fn build_runtime(
     let (tool_config, tool_paths) = (Arc::clone(&config), paths.clone());
     let locations = StandardLocations::new(&config, paths.clone(), env.clone()).with_tools(move |directory| {
         let tools = RegistryTools::standard(directory, &tool_config, &tool_paths, Arc::clone(&permissions))?;
-        for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone()))] {
+        let question = typed(opencode_tool_registry::tools::question::Question);
+        for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone())), question] {
             tools
                 .registry()
                 .register(tool)

@@ -66,6 +66,8 @@ pub use driver::LiveEvent;
 pub use driver::PartInput;
 pub use driver::PromptModel;
 pub use driver::PromptRequest;
+pub use driver::QuestionRequest;
+pub use driver::QuestionTool;
 pub use driver::SessionDriver;
 pub use driver::SessionStatus;
 pub use driver::SubtaskPartInput;

@@ -28,6 +28,7 @@ use opencode_session_store::Session;
 use opencode_session_store::SessionInput;
 use opencode_session_store::StoreError;
 use opencode_session_store::StoredPermission;
+use opencode_tool_registry::PendingEvent;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::Reply;
 use opencode_tool_registry::ReplyError;
@@ -42,6 +43,7 @@ use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
 use crate::driver::PromptRequest;
+use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
 use crate::driver::SessionStatus;
 
@@ -59,6 +61,8 @@ pub struct RuntimeDriver {
     events: broadcast::Sender<DriverEvent>,
     statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
     forwarder: JoinHandle<()>,
+    /// Maps the question tool's pending requests onto `question.asked|replied|rejected`.
+    questions: JoinHandle<()>,
 }
 
 impl std::fmt::Debug for RuntimeDriver {
@@ -75,7 +79,8 @@ impl RuntimeDriver {
         let events = broadcast::channel(CAPACITY).0;
         let statuses = Arc::new(Mutex::new(BTreeMap::new()));
         let forwarder = tokio::spawn(forward(runtime.subscribe(), events.clone(), Arc::clone(&statuses)));
-        Self { runtime, permissions, events, statuses, forwarder }
+        let questions = tokio::spawn(forward_questions(permissions.subscribe(), events.clone()));
+        Self { runtime, permissions, events, statuses, forwarder, questions }
     }
 
     pub fn runtime(&self) -> &SessionRuntime {
@@ -125,6 +130,7 @@ impl RuntimeDriver {
 impl Drop for RuntimeDriver {
     fn drop(&mut self) {
         self.forwarder.abort();
+        self.questions.abort();
     }
 }
 
@@ -218,6 +224,26 @@ impl SessionDriver for RuntimeDriver {
         true
     }
 
+    fn questions(&self) -> Vec<QuestionRequest> {
+        self.permissions.pending(None).iter().filter_map(QuestionRequest::from_pending).collect()
+    }
+
+    fn answer_question(&self, id: String, answers: Option<Vec<Vec<String>>>) -> BoxFuture<'_, Result<(), DriverError>> {
+        Box::pin(async move {
+            if !self.questions().iter().any(|question| question.id == id) {
+                return Err(DriverError::NotFound(format!("question {id} not found")));
+            }
+            let reply = match answers {
+                Some(answers) => Reply::Answer { answers },
+                None => Reply::Reject { message: None },
+            };
+            self.permissions.reply(&id, reply).map_err(|err| match err {
+                ReplyError::NotFound(_) => DriverError::NotFound(format!("question {id} not found")),
+                ReplyError::Store { .. } => DriverError::Failed(format!("{err} ({})", err.hint())),
+            })
+        })
+    }
+
     fn statuses(&self) -> BTreeMap<String, SessionStatus> {
         let known = self.statuses.lock().unwrap_or_else(PoisonError::into_inner);
         self.runtime
@@ -228,6 +254,53 @@ impl SessionDriver for RuntimeDriver {
                 (id, status)
             })
             .collect()
+    }
+}
+
+/// Publishes the question tool's requests as OpenCode's `question.*` events (permission requests are
+/// store rows whose durable events already travel with the runtime's).
+async fn forward_questions(mut pending: broadcast::Receiver<PendingEvent>, out: broadcast::Sender<DriverEvent>) {
+    let mut asked = std::collections::HashSet::new();
+    loop {
+        let event = match pending.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "question events were dropped before reaching the server");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let Some(live) = question_event(&event, &mut asked) else { continue };
+        // Nobody listening is fine.
+        let _ = out.send(DriverEvent::Live(live));
+    }
+}
+
+/// `question.asked` for an asked question, `question.replied`/`question.rejected` when one settles;
+/// `asked` remembers which pending ids are questions.
+fn question_event(event: &PendingEvent, asked: &mut std::collections::HashSet<String>) -> Option<LiveEvent> {
+    match event {
+        PendingEvent::Asked(request) => {
+            let question = QuestionRequest::from_pending(request)?;
+            asked.insert(question.id.clone());
+            let properties = serde_json::to_value(&question).ok()?;
+            Some(LiveEvent { kind: "question.asked".into(), properties })
+        }
+        PendingEvent::Replied { id, session_id, reply } => {
+            if !asked.remove(id) {
+                return None;
+            }
+            Some(match reply {
+                Reply::Answer { answers } => LiveEvent {
+                    kind: "question.replied".into(),
+                    properties: json!({"sessionID": session_id, "requestID": id, "answers": answers}),
+                },
+                _ => LiveEvent {
+                    kind: "question.rejected".into(),
+                    properties: json!({"sessionID": session_id, "requestID": id}),
+                },
+            })
+        }
     }
 }
 

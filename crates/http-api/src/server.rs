@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::IntoResponse;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -98,6 +99,13 @@ pub async fn serve(options: ServerOptions, context: ServerContext) -> Result<Ser
     let (closing, closed) = watch::channel(false);
     let app = router(options, context, closed, format!("http://{addr}"));
     let mut signal = shutdown;
+    // Responses and event-stream frames are small writes: without TCP_NODELAY, Nagle holds each one
+    // back until the client's (delayed, up to 40 ms) ACK of the previous one arrives.
+    let listener = listener.tap_io(|stream| {
+        if let Err(err) = stream.set_nodelay(true) {
+            tracing::debug!(%err, "cannot set TCP_NODELAY on an accepted connection");
+        }
+    });
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {

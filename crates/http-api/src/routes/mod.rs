@@ -1,11 +1,16 @@
 //! The route table: every operation the server serves, with what the OpenAPI document says about it.
 //! The router and `/doc` are both built from [`operations`], so the document cannot miss a route.
 
+mod command;
+mod config;
 mod files;
 mod global;
 mod project;
+mod question;
+mod search;
 mod session;
 mod share;
+mod shell;
 mod sse;
 mod v2;
 
@@ -164,6 +169,11 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(session::ops());
     ops.extend(project::ops());
     ops.extend(files::ops());
+    ops.extend(search::ops());
+    ops.extend(command::ops());
+    ops.extend(shell::ops());
+    ops.extend(question::ops());
+    ops.extend(config::ops());
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());

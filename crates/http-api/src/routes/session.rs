@@ -640,7 +640,7 @@ pub(crate) async fn abort(s: &AppState, id: &str) -> Result<bool, ApiError> {
     Ok(true)
 }
 
-fn busy_check(s: &AppState, id: &str) -> Result<(), ApiError> {
+pub(crate) fn busy_check(s: &AppState, id: &str) -> Result<(), ApiError> {
     match s.inner.driver.statuses().get(id) {
         Some(crate::driver::SessionStatus::Idle) | None => Ok(()),
         Some(_) => Err(ApiError::Conflict(format!("session {id} is busy; abort it first"))),

@@ -2,9 +2,12 @@
 //! mock provider), over temporary directories, and a reqwest client.
 
 mod auth;
+mod commands;
+mod config;
 mod errors;
 mod events;
 mod files;
+mod find;
 mod openapi;
 mod projects;
 mod runtime;

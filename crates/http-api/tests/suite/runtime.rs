@@ -81,7 +81,7 @@ impl RuntimeServer {
 }
 
 /// Events of `session` until (and with) its `session.idle`.
-async fn until_idle(events: &mut Events, session: &str) -> Vec<Value> {
+pub async fn until_idle(events: &mut Events, session: &str) -> Vec<Value> {
     let mut seen = Vec::new();
     loop {
         let (_, event) = events.next().await;
@@ -97,7 +97,7 @@ async fn until_idle(events: &mut Events, session: &str) -> Vec<Value> {
 }
 
 /// The first event of `session` of type `kind`.
-async fn first_of(events: &mut Events, session: &str, kind: &str) -> Value {
+pub async fn first_of(events: &mut Events, session: &str, kind: &str) -> Value {
     loop {
         let (_, event) = events.next().await;
         if event["type"] == kind && event["properties"]["sessionID"] == session {
@@ -116,7 +116,7 @@ pub fn text(answer: &str) -> MockResponse {
     ])
 }
 
-fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
+pub fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
     let call =
         json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}});
     MockResponse::sse([
@@ -126,11 +126,11 @@ fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
     ])
 }
 
-fn prompt(text: &str) -> Value {
+pub fn prompt(text: &str) -> Value {
     json!({ "parts": [{ "type": "text", "text": text }] })
 }
 
-fn texts(message: &Value) -> String {
+pub fn texts(message: &Value) -> String {
     message["parts"]
         .as_array()
         .unwrap()
@@ -141,7 +141,7 @@ fn texts(message: &Value) -> String {
 }
 
 /// The chat messages the mock received in request `index`.
-fn sent_messages(mock: &MockProvider, index: usize) -> Vec<Value> {
+pub fn sent_messages(mock: &MockProvider, index: usize) -> Vec<Value> {
     mock.requests()[index].body_json().unwrap()["messages"].as_array().unwrap().clone()
 }
 

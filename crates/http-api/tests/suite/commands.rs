@@ -1,0 +1,174 @@
+//! Commands, init, shell and questions over the session runtime against the mock provider.
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use serde_json::json;
+
+use super::runtime::first_of;
+use super::runtime::prompt;
+use super::runtime::sent_messages;
+use super::runtime::start_runtime;
+use super::runtime::text;
+use super::runtime::texts;
+use super::runtime::tool_call;
+use super::runtime::until_idle;
+
+/// The text of the last user message the mock received in request `index`.
+fn last_user_text(t: &super::runtime::RuntimeServer, index: usize) -> String {
+    let sent = sent_messages(&t.mock, index);
+    let user = sent.iter().rev().find(|m| m["role"] == "user").unwrap();
+    match &user["content"] {
+        Value::String(text) => text.clone(),
+        other => other.as_array().unwrap().iter().filter_map(|p| p["text"].as_str()).collect(),
+    }
+}
+
+#[tokio::test]
+async fn commands_come_from_config_and_markdown_templates_and_expand_arguments() {
+    let t = start_runtime(json!({
+        "command": { "greet": { "template": "Say hello to $1 and then $2", "description": "greets" } }
+    }))
+    .await;
+    let commands_dir = t.dir.join(".opencode/command");
+    std::fs::create_dir_all(commands_dir.join("git")).unwrap();
+    std::fs::write(
+        commands_dir.join("review.md"),
+        "---\ndescription: review files\nagent: build\n---\nReview these files: $ARGUMENTS\n",
+    )
+    .unwrap();
+    std::fs::write(commands_dir.join("git/commit.md"), "Write a commit message").unwrap();
+
+    let (status, list) = t.get("/command").await;
+    assert_eq!(status, 200, "{list}");
+    let by_name = |name: &str| list.as_array().unwrap().iter().find(|c| c["name"] == name).cloned().unwrap();
+    assert_eq!(by_name("greet")["hints"], json!(["$1", "$2"]));
+    assert_eq!(by_name("greet")["description"], "greets");
+    let review = by_name("review");
+    assert_eq!(
+        (review["description"].clone(), review["agent"].clone(), review["hints"].clone(), review["source"].clone()),
+        (json!("review files"), json!("build"), json!(["$ARGUMENTS"]), json!("command"))
+    );
+    assert_eq!(by_name("git/commit")["template"], "Write a commit message");
+    assert_eq!(by_name("init")["hints"], json!(["$ARGUMENTS"]));
+
+    t.mock.push(text("Reviewed."));
+    t.mock.push(text("Hello done."));
+    let id = t.session().await;
+    let body = json!({ "command": "review", "arguments": "src/a.rs src/b.rs" });
+    let (status, reply) = t.post(&format!("/session/{id}/command"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["info"]["role"], "assistant");
+    assert_eq!(texts(&reply), "Reviewed.");
+    assert_eq!(last_user_text(&t, 0), "Review these files: src/a.rs src/b.rs");
+
+    let body = json!({ "command": "/greet", "arguments": "\"the team\" everyone else", "model": "mock/m" });
+    assert_eq!(t.post(&format!("/session/{id}/command"), body).await.0, 200);
+    assert_eq!(last_user_text(&t, 1), "Say hello to the team and then everyone else");
+
+    let (status, error) =
+        t.post(&format!("/session/{id}/command"), json!({ "command": "nope", "arguments": "" })).await;
+    assert_eq!(status, 404, "{error}");
+    let (status, _) = t.post(&format!("/session/{id}/command"), json!({ "command": "greet" })).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn init_runs_the_init_command_with_the_given_model() {
+    let t = start_runtime(json!({})).await;
+    t.mock.push(text("Wrote AGENTS.md."));
+    let id = t.session().await;
+    let body = json!({ "providerID": "mock", "modelID": "m", "messageID": "msg_init0001" });
+    assert_eq!(t.post(&format!("/session/{id}/init"), body).await, (200, json!(true)));
+    assert!(last_user_text(&t, 0).contains("AGENTS.md"));
+    let (_, messages) = t.get(&format!("/session/{id}/message")).await;
+    assert_eq!(messages[0]["info"]["id"], "msg_init0001");
+    let bad = json!({ "providerID": "mock", "modelID": "m" });
+    assert_eq!(t.post(&format!("/session/{id}/init"), bad).await.0, 400);
+}
+
+#[tokio::test]
+async fn shell_runs_in_the_session_directory_and_records_a_bash_call() {
+    let t = start_runtime(json!({})).await;
+    std::fs::write(t.dir.join("marker.txt"), "x").unwrap();
+    let id = t.session().await;
+    let mut events = t.events().await;
+    let body = json!({ "agent": "build", "command": "ls; echo done-$((1+1))" });
+    let (status, reply) = t.post(&format!("/session/{id}/shell"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["info"]["role"], "assistant");
+    assert_eq!(reply["info"]["providerID"], "mock");
+    let tool = &reply["parts"][0];
+    assert_eq!((tool["type"].as_str(), tool["tool"].as_str()), (Some("tool"), Some("bash")));
+    assert_eq!(tool["state"]["status"], "completed");
+    assert_eq!(tool["state"]["input"]["command"], "ls; echo done-$((1+1))");
+    let output = tool["state"]["output"].as_str().unwrap();
+    assert!(output.contains("marker.txt") && output.contains("done-2"), "{output}");
+    let updated = first_of(&mut events, &id, "message.part.updated").await;
+    assert_eq!(updated["properties"]["part"]["sessionID"], id);
+
+    let (_, messages) = t.get(&format!("/session/{id}/message")).await;
+    let messages = messages.as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["info"]["role"], "user");
+    assert_eq!(messages[0]["parts"][0]["synthetic"], true);
+    assert_eq!(messages[1]["info"]["parentID"], messages[0]["info"]["id"]);
+    // No provider turn ran.
+    assert!(t.mock.requests().is_empty());
+    assert_eq!(t.post(&format!("/session/{id}/shell"), json!({ "agent": "build", "command": " " })).await.0, 400);
+}
+
+#[tokio::test]
+async fn a_question_is_listed_answered_over_http_and_announced() {
+    let t = start_runtime(json!({})).await;
+    let questions = json!([{ "question": "Which colour?", "header": "Colour",
+        "options": [{ "label": "Red", "description": "warm" }, { "label": "Blue", "description": "cool" }] }]);
+    t.mock.push(tool_call("call_q", "question", json!({ "questions": questions })));
+    t.mock.push(text("Blue it is."));
+    let id = t.session().await;
+    let mut events = t.events().await;
+    let response =
+        t.http.post(t.at(&format!("/session/{id}/prompt_async"))).json(&prompt("ask me")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+
+    let asked = first_of(&mut events, &id, "question.asked").await;
+    assert_eq!(asked["properties"]["questions"], questions);
+    assert_eq!(asked["properties"]["tool"]["callID"], "call_q");
+    let request = asked["properties"]["id"].as_str().unwrap().to_owned();
+    let (status, listed) = t.get("/question").await;
+    assert_eq!(status, 200);
+    assert_eq!(listed.as_array().unwrap().iter().map(|q| q["id"].clone()).collect::<Vec<_>>(), [json!(request)]);
+
+    let answer = json!({ "answers": [["Blue"]] });
+    assert_eq!(t.post(&format!("/question/{request}/reply"), answer).await, (200, json!(true)));
+    let seen = until_idle(&mut events, &id).await;
+    let replied = seen.iter().find(|e| e["type"] == "question.replied").unwrap();
+    assert_eq!(replied["properties"], json!({ "sessionID": id, "requestID": request, "answers": [["Blue"]] }));
+    let (_, messages) = t.get(&format!("/session/{id}/message")).await;
+    let tool = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .find(|p| p["type"] == "tool")
+        .unwrap();
+    assert!(tool["state"]["output"].as_str().unwrap().contains("\"Which colour?\"=\"Blue\""), "{tool}");
+    assert_eq!(t.get("/question").await.1, json!([]));
+    assert_eq!(t.post(&format!("/question/{request}/reject"), json!({})).await.0, 404);
+}
+
+#[tokio::test]
+async fn a_rejected_question_ends_the_call() {
+    let t = start_runtime(json!({})).await;
+    let questions =
+        json!([{ "question": "Proceed?", "header": "Go", "options": [{ "label": "Yes", "description": "y" }] }]);
+    t.mock.push(tool_call("call_q", "question", json!({ "questions": questions })));
+    t.mock.push(text("Stopped."));
+    let id = t.session().await;
+    let mut events = t.events().await;
+    t.http.post(t.at(&format!("/session/{id}/prompt_async"))).json(&prompt("ask")).send().await.unwrap();
+    let asked = first_of(&mut events, &id, "question.asked").await;
+    let request = asked["properties"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(t.post(&format!("/question/{request}/reject"), json!({})).await, (200, json!(true)));
+    let rejected = first_of(&mut events, &id, "question.rejected").await;
+    assert_eq!(rejected["properties"], json!({ "sessionID": id, "requestID": request }));
+}
