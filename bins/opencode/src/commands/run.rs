@@ -32,9 +32,10 @@ pub fn run(context: &Context, args: RunArgs) -> Result<(), CliError> {
     let has_model = model.is_some()
         || base.as_ref().is_some_and(|session| session.model.is_some())
         || context.loaded.config.model.is_some()
-        || agent_has_model(context, args.agent.as_deref());
+        || agent_has_model(context, args.agent.as_deref())
+        || has_default_model(context)?;
     if !has_model {
-        return Err(CliError::usage("no model configured", NO_MODEL_HINT));
+        return Err(CliError::usage("no model given and no provider has credentials", NO_MODEL_HINT));
     }
     let runtime = super::tokio_runtime()?;
     let result = runtime.block_on(async {
@@ -236,6 +237,14 @@ pub fn latest_session(store: &Store, directory: &Path) -> Result<Option<Session>
 fn agent_has_model(context: &Context, agent: Option<&str>) -> bool {
     let config = &context.loaded.config;
     config.agent.get(agent.unwrap_or(opencode_session_runtime::DEFAULT_AGENT)).is_some_and(|a| a.model.is_some())
+}
+
+/// Whether the runtime can pick a model on its own: the first provider with credentials (an
+/// environment key or `auth.json`), as OpenCode does.
+fn has_default_model(context: &Context) -> Result<bool, CliError> {
+    let (catalog, _) = context.catalog()?;
+    let config = &context.loaded.config;
+    Ok(opencode_session_runtime::default_model(&catalog, config, &context.auth(), &context.env).is_some())
 }
 
 /// `tokens: 120 in, 6 out · $0.0012` for what this run added to the session.

@@ -150,7 +150,7 @@ fn without_a_model_run_explains_how_to_set_one_up_in_two_lines() {
     let err = stderr(&output);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
-    assert_eq!(lines[0], "error: no model configured");
+    assert_eq!(lines[0], "error: no model given and no provider has credentials");
     assert!(lines[1].starts_with("hint: set an API key"), "{err}");
     assert!(lines[1].contains("Ollama, LM Studio") && lines[1].contains("baseURL"), "{err}");
     assert_eq!(stdout(&output), "");
