@@ -269,3 +269,15 @@ fn model_and_agent_flags_are_used_and_checked() {
     assert!(stderr(&bad_agent).starts_with("error: unknown agent \"nope\""), "{}", stderr(&bad_agent));
     assert_eq!(mock.requests().len(), 1, "nothing is sent for a bad flag");
 }
+
+#[test]
+fn an_unknown_variant_fails_in_one_line_naming_the_model() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    let output = home.run(&mock, &["--variant", "nope", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with("error: model mock/"), "{err}");
+    assert!(err.contains("has no variant `nope`"), "{err}");
+    assert_eq!(mock.requests().len(), 0, "nothing was sent");
+}
