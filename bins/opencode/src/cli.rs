@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// The model, as provider/model (default: `model` from opencode.json).
     #[arg(short, long)]
     pub model: Option<String>,
+    /// The model variant (e.g. a reasoning effort), applied to the
+    /// model given with -m, else to the session's or the default model.
+    #[arg(long)]
+    pub variant: Option<String>,
     /// The agent to use (default: the session's, else `build`).
     #[arg(long)]
     pub agent: Option<String>,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
 use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
-use opencode_session_runtime::{RegistryTools, RuntimeError, SessionRuntime, StandardLocations};
+use opencode_session_runtime::{RegistryTools, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations};
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
 
@@ -79,6 +79,9 @@ impl Context {
         let runtime = SessionRuntime::builder(store, llm, Arc::new(catalog), Arc::new(config), self.paths.clone())
             .env(self.env.clone())
             .locations(locations)
+            // `run` exits as soon as the session is idle, which would cut a background title request
+            // short: sessions made here keep their default title (or `--title`).
+            .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
             .build();
         Ok(Engine { runtime, permissions })
     }

@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 gaps[0]
             );
         }
-        let (gaps, rss) = measure(10, RSS_TURNS).await?;
+        let (gaps, rss) = measure_rss(RSS_TURNS).await?;
         println!(
             "{RSS_TURNS} turns in one session: p50 {:.2} ms; VmRSS {:.1} MiB after 100 turns -> {:.1} MiB after {RSS_TURNS} (+{:.1} MiB)",
             pct(&gaps, 50),
@@ -87,12 +87,23 @@ const RSS_TURNS: usize = 1_000;
 /// (MiB) after 100 turns and at the end.
 async fn measure(history: usize, turns: usize) -> Result<(Vec<f64>, (f64, f64)), Box<dyn std::error::Error>> {
     let mock = MockProvider::start().await?;
+    let base = format!("{}/v1", mock.base_url());
+    measure_at(&base, Some(&mock), history, turns).await
+}
+
+/// Runs the turns against the model at `base` (scripted through `mock` when given).
+async fn measure_at(
+    base: &str,
+    mock: Option<&MockProvider>,
+    history: usize,
+    turns: usize,
+) -> Result<(Vec<f64>, (f64, f64)), Box<dyn std::error::Error>> {
     let root = tempfile::tempdir()?;
     let project = root.path().join("project");
     std::fs::create_dir_all(&project)?;
     let config: Config = serde_json::from_value(json!({
         "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": base},
             "models": {"m": {"tool_call": true, "limit": {"context": 10000000, "output": 4096}}}}}
     }))?;
     let paths = Paths::under(&root.path().join("data"));
@@ -115,7 +126,8 @@ async fn measure(history: usize, turns: usize) -> Result<(Vec<f64>, (f64, f64)),
     .build();
     let session = rt.create_session(&project, Default::default()).await?;
     seed(&store, &session.id, history)?;
-    for turn in 0..turns {
+    for turn in (0..turns).filter(|_| mock.is_some()) {
+        let Some(mock) = mock else { break };
         let call = json!({"index": 0, "id": format!("call_{turn}"), "type": "function", "function": {"name": "noop", "arguments": "{}"}});
         mock.push(MockResponse::sse([
             json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).to_string(),
@@ -123,10 +135,12 @@ async fn measure(history: usize, turns: usize) -> Result<(Vec<f64>, (f64, f64)),
             "[DONE]".to_owned(),
         ]));
     }
-    mock.push(MockResponse::sse([
-        json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}).to_string(),
-        "[DONE]".to_owned(),
-    ]));
+    if let Some(mock) = mock {
+        mock.push(MockResponse::sse([
+            json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]}).to_string(),
+            "[DONE]".to_owned(),
+        ]));
+    }
     let watch = Arc::clone(&clock);
     let warm = tokio::spawn(async move {
         loop {
@@ -147,6 +161,73 @@ async fn measure(history: usize, turns: usize) -> Result<(Vec<f64>, (f64, f64)),
     let mut gaps = clock.gaps.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     gaps.sort_by(f64::total_cmp);
     Ok((gaps, (warm, end)))
+}
+
+/// [`measure`] for the RSS figure, against a mock that keeps nothing: the recording mock provider
+/// keeps every request body (each carrying the whole history), which would dominate the figure.
+async fn measure_rss(turns: usize) -> Result<(Vec<f64>, (f64, f64)), Box<dyn std::error::Error>> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            tokio::spawn(serve(socket, Arc::clone(&served), turns));
+        }
+    });
+    measure_at(&format!("http://{address}/v1"), None, 10, turns).await
+}
+
+/// Answers each request on one connection: a tool call for the first `turns` requests, then text.
+async fn serve(mut socket: tokio::net::TcpStream, served: Arc<std::sync::atomic::AtomicUsize>, turns: usize) {
+    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
+    let mut buffer = Vec::new();
+    loop {
+        let mut chunk = [0u8; 64 * 1024];
+        let header_end = loop {
+            if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                break end + 4;
+            }
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let headers = String::from_utf8_lossy(&buffer[..header_end]).to_ascii_lowercase();
+        let length = headers
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .and_then(|value| value.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        while buffer.len() < header_end + length {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            }
+        }
+        buffer.drain(..header_end + length);
+        let turn = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let body = if turn < turns {
+            let call = json!({"index": 0, "id": format!("call_{turn}"), "type": "function", "function": {"name": "noop", "arguments": "{}"}});
+            format!(
+                "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}),
+                json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+            )
+        } else {
+            format!(
+                "data: {}\n\ndata: [DONE]\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "done"}, "finish_reason": "stop"}]})
+            )
+        };
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        if socket.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// This process's resident set (MiB), from `/proc/self/status` (0 where there is none).

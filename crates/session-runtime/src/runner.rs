@@ -276,6 +276,9 @@ impl Runner {
             }
             if self.promote(promotion, &agent, &model).await? > 0 {
                 *step = 1;
+                if self.inner.options.titles {
+                    self.title(&model).await?;
+                }
             }
             if had_epoch {
                 epochs.replace = self.model_switched(&model).await?;
@@ -600,6 +603,29 @@ impl Runner {
         Ok(promoted)
     }
 
+    /// Starts titling the session in the background when this was its first user message and it
+    /// still has the default title (a root session only).
+    async fn title(&self, model: &TurnModel) -> Flow<()> {
+        let session = self.session().await?;
+        if session.parent_id.is_some() || !crate::title::is_default_title(&session.title) {
+            return Ok(());
+        }
+        let page = self.read(|r, id| r.messages(id, None, 8)).await?;
+        let mut users = page.messages.iter().filter(|m| matches!(m.info, MessageInfo::User(_)));
+        let (Some(first), None, None) = (users.next(), users.next(), page.older) else { return Ok(()) };
+        let text = history::texts(first);
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        let main = crate::runtime::ModelChoice {
+            provider: model.resolved.provider.clone(),
+            model: model.resolved.model.clone(),
+            variant: None,
+        };
+        crate::title::spawn(Arc::clone(&self.inner), session, main, text);
+        Ok(())
+    }
+
     /// Prepares the Context Epoch (initialise, reconcile or replace), retried until stable.
     async fn prepare(&self, epochs: &SessionEpochs, location: &Location) -> Flow<()> {
         let prepared = prepare_epoch(epochs, || location.context.load(), EpochPreparation::default()).await;
@@ -880,7 +906,10 @@ impl Runner {
                 let variant = if agent.model.is_some() { agent.variant.clone() } else { None };
                 (choice.provider, choice.model, variant)
             }
-            (None, None, None) => return Err(RuntimeError::NoModel { session: session.id.clone() }),
+            (None, None, None) => match self.inner.default_model() {
+                Some(choice) => (choice.provider, choice.model, None),
+                None => return Err(RuntimeError::NoModel { session: session.id.clone() }),
+            },
         };
         let auth = self.inner.auth.get(&provider)?;
         let resolved =

@@ -55,6 +55,8 @@ pub struct RuntimeOptions {
     pub retry_max_delay: Duration,
     /// Events buffered per subscriber before it lags.
     pub event_capacity: usize,
+    /// Title new sessions with the small model after their first user message (in the background).
+    pub titles: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -64,6 +66,7 @@ impl Default for RuntimeOptions {
             retry_base_delay: Duration::from_secs(2),
             retry_max_delay: Duration::from_secs(30),
             event_capacity: 4096,
+            titles: true,
         }
     }
 }
@@ -404,6 +407,14 @@ pub(crate) struct Inner {
     pub(crate) options: RuntimeOptions,
     /// Projected history per session, maintained from committed events.
     pub(crate) history: HistoryCache,
+}
+
+impl Inner {
+    /// The model when neither the session, its agent nor config names one: the best model of the
+    /// first provider with credentials.
+    pub(crate) fn default_model(&self) -> Option<ModelChoice> {
+        crate::defaults::default_model(&self.catalog, &self.config, &self.auth, &self.env)
+    }
 }
 
 impl Inner {

@@ -29,12 +29,17 @@ pub fn run(context: &Context, args: RunArgs) -> Result<(), CliError> {
     let model = args.model.as_deref().map(ModelChoice::parse).transpose()?;
     let store = context.store()?;
     let base = base_session(context, &store, &args)?;
+    let model = match &args.variant {
+        Some(variant) => Some(with_variant(context, model, base.as_ref(), variant)?),
+        None => model,
+    };
     let has_model = model.is_some()
         || base.as_ref().is_some_and(|session| session.model.is_some())
         || context.loaded.config.model.is_some()
-        || agent_has_model(context, args.agent.as_deref());
+        || agent_has_model(context, args.agent.as_deref())
+        || has_default_model(context)?;
     if !has_model {
-        return Err(CliError::usage("no model configured", NO_MODEL_HINT));
+        return Err(CliError::usage("no model given and no provider has credentials", NO_MODEL_HINT));
     }
     let runtime = super::tokio_runtime()?;
     let result = runtime.block_on(async {
@@ -236,6 +241,48 @@ pub fn latest_session(store: &Store, directory: &Path) -> Result<Option<Session>
 fn agent_has_model(context: &Context, agent: Option<&str>) -> bool {
     let config = &context.loaded.config;
     config.agent.get(agent.unwrap_or(opencode_session_runtime::DEFAULT_AGENT)).is_some_and(|a| a.model.is_some())
+}
+
+/// The model a variant applies to (-m, else the session's, config's or the default model), with it;
+/// an unknown variant fails here with the known ones.
+fn with_variant(
+    context: &Context,
+    model: Option<ModelChoice>,
+    base: Option<&Session>,
+    variant: &str,
+) -> Result<ModelChoice, CliError> {
+    let (catalog, _) = context.catalog()?;
+    let config = &context.loaded.config;
+    let session = base.and_then(|s| s.model.as_ref()).map(|m| ModelChoice {
+        provider: m.provider_id.clone(),
+        model: m.id.clone(),
+        variant: None,
+    });
+    let chosen = model
+        .or(session)
+        .or_else(|| opencode_session_runtime::default_model(&catalog, config, &context.auth(), &context.env));
+    let Some(mut chosen) = chosen else {
+        return Err(CliError::usage("no model given and no provider has credentials", NO_MODEL_HINT));
+    };
+    let known = catalog.variants(&chosen.provider, &chosen.model)?;
+    if !known.iter().any(|v| v.name == variant) {
+        let names: Vec<&str> = known.iter().map(|v| v.name.as_str()).collect();
+        let known = if names.is_empty() { "it has none".to_owned() } else { format!("known: {}", names.join(", ")) };
+        return Err(CliError::usage(
+            format!("model {}/{} has no variant `{variant}` ({known})", chosen.provider, chosen.model),
+            "leave out --variant, or pass one of the model's variants",
+        ));
+    }
+    chosen.variant = Some(variant.to_owned());
+    Ok(chosen)
+}
+
+/// Whether the runtime can pick a model on its own: the first provider with credentials (an
+/// environment key or `auth.json`), as OpenCode does.
+fn has_default_model(context: &Context) -> Result<bool, CliError> {
+    let (catalog, _) = context.catalog()?;
+    let config = &context.loaded.config;
+    Ok(opencode_session_runtime::default_model(&catalog, config, &context.auth(), &context.env).is_some())
 }
 
 /// `tokens: 120 in, 6 out · $0.0012` for what this run added to the session.

@@ -150,7 +150,7 @@ fn without_a_model_run_explains_how_to_set_one_up_in_two_lines() {
     let err = stderr(&output);
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 2, "{err}");
-    assert_eq!(lines[0], "error: no model configured");
+    assert_eq!(lines[0], "error: no model given and no provider has credentials");
     assert!(lines[1].starts_with("hint: set an API key"), "{err}");
     assert!(lines[1].contains("Ollama, LM Studio") && lines[1].contains("baseURL"), "{err}");
     assert_eq!(stdout(&output), "");
@@ -268,4 +268,16 @@ fn model_and_agent_flags_are_used_and_checked() {
     assert_eq!(bad_agent.status.code(), Some(1));
     assert!(stderr(&bad_agent).starts_with("error: unknown agent \"nope\""), "{}", stderr(&bad_agent));
     assert_eq!(mock.requests().len(), 1, "nothing is sent for a bad flag");
+}
+
+#[test]
+fn an_unknown_variant_fails_in_one_line_naming_the_model() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    let output = home.run(&mock, &["--variant", "nope", "hi"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.starts_with("error: model mock/"), "{err}");
+    assert!(err.contains("has no variant `nope`"), "{err}");
+    assert_eq!(mock.requests().len(), 0, "nothing was sent");
 }

@@ -1,6 +1,7 @@
 mod admission;
 mod compaction;
 mod context;
+mod defaults;
 mod interrupt;
 mod loop_;
 mod projection;

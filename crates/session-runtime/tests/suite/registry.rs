@@ -8,6 +8,7 @@ use opencode_config::Paths;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::PromptRequest;
 use opencode_session_runtime::RegistryTools;
+use opencode_session_runtime::RuntimeOptions;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::StandardLocations;
 use opencode_session_store::NewSession;
@@ -46,6 +47,7 @@ async fn the_registry_tools_read_and_edit_files_in_the_project() {
         paths,
     )
     .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
     .build();
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
     mock.push_all([
@@ -99,6 +101,7 @@ async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_
         paths,
     )
     .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
     .build();
     let new = NewSession { agent: Some("plan".into()), ..NewSession::default() };
     let session = runtime.create_session(project.path(), new).await.unwrap();

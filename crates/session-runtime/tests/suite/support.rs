@@ -87,7 +87,8 @@ pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limi
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_date(date)
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
-    let options = RuntimeOptions { retry_base_delay: Duration::from_millis(10), ..RuntimeOptions::default() };
+    let options =
+        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
     SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths).locations(locations).options(options).build()
 }
 
