@@ -73,7 +73,8 @@ pub fn store_permissions(store: Arc<Store>) -> Arc<Permissions> {
 }
 
 /// A runtime over `store` whose Locations get the standard tools plus `todowrite`/`todoread` (kept in
-/// the store) and `question` (answered over HTTP), all asking `permissions`.
+/// the store) and `question` (answered over HTTP), all asking `permissions`. Each Location's tools
+/// use the configuration of its own directory; `config` is the runtime's (model, agents, providers).
 pub fn build_runtime(
     store: Arc<Store>,
     llm: LlmClient,
@@ -84,9 +85,17 @@ pub fn build_runtime(
     permissions: Arc<Permissions>,
 ) -> SessionRuntime {
     let todos = Arc::new(StoreTodos::new(Arc::clone(&store)));
-    let (tool_config, tool_paths) = (Arc::clone(&config), paths.clone());
+    let (tool_env, tool_paths) = (env.clone(), paths.clone());
     let locations = StandardLocations::new(&config, paths.clone(), env.clone()).with_tools(move |directory| {
-        let tools = RegistryTools::standard(directory, &tool_config, &tool_paths, Arc::clone(&permissions))?;
+        // Each directory's tools follow its own configuration (permissions, agents' permission rules,
+        // tool output limits): the runtime opens a Location once per directory, so this loads once.
+        let mut load = LoadOptions::new(tool_env.clone(), directory);
+        load.paths = tool_paths.clone();
+        let loaded = opencode_config::load(&load);
+        for err in &loaded.errors {
+            tracing::warn!(directory = %directory.display(), "{err} (skipped; {})", err.hint());
+        }
+        let tools = RegistryTools::standard(directory, &loaded.config, &tool_paths, Arc::clone(&permissions))?;
         let question = typed(opencode_tool_registry::tools::question::Question);
         for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone())), question] {
             tools

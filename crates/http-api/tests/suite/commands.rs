@@ -172,3 +172,39 @@ async fn a_rejected_question_ends_the_call() {
     let rejected = first_of(&mut events, &id, "question.rejected").await;
     assert_eq!(rejected["properties"], json!({ "sessionID": id, "requestID": request }));
 }
+
+#[tokio::test]
+async fn each_project_directory_gets_its_own_tool_permissions() {
+    // The start project allows bash; a second project denies it in its own opencode.json.
+    let t = start_runtime(json!({})).await;
+    let strict = t.dir.parent().unwrap().join("strict");
+    std::fs::create_dir_all(&strict).unwrap();
+    std::fs::write(strict.join("opencode.json"), json!({ "permission": { "bash": "deny" } }).to_string()).unwrap();
+    let query = super::directory_query(&strict);
+    let (status, session) = t.post(&format!("/session?{query}"), json!({})).await;
+    assert_eq!(status, 200, "{session}");
+    let strict_session = session["id"].as_str().unwrap().to_owned();
+    let open_session = t.session().await;
+    for _ in 0..2 {
+        t.mock.push(tool_call("call_1", "bash", json!({ "command": "echo ran", "description": "Echo" })));
+        t.mock.push(text("Done."));
+    }
+
+    let tool_state = |messages: Value| {
+        messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["parts"].as_array().unwrap().clone())
+            .find(|p| p["type"] == "tool")
+            .unwrap()["state"]
+            .clone()
+    };
+    assert_eq!(t.post(&format!("/session/{open_session}/message"), prompt("run")).await.0, 200);
+    let state = tool_state(t.get(&format!("/session/{open_session}/message")).await.1);
+    assert_eq!(state["status"], "completed", "{state}");
+
+    assert_eq!(t.post(&format!("/session/{strict_session}/message"), prompt("run")).await.0, 200);
+    let state = tool_state(t.get(&format!("/session/{strict_session}/message")).await.1);
+    assert_eq!(state["status"], "error", "{state}");
+}
