@@ -40,6 +40,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-system-context", "reconcile"),
     ("opencode-session-store", "store"),
     ("opencode-tool-registry", "tools"),
+    ("opencode-mcp", "mcp"),
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
     ("opencode", "run"),
