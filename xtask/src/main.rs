@@ -41,6 +41,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-session-store", "store"),
     ("opencode-tool-registry", "tools"),
     ("opencode-plugin-host", "hooks"),
+    ("opencode-mcp", "mcp"),
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
     ("opencode", "run"),

@@ -38,6 +38,9 @@ pub enum Command {
     /// Troubleshooting tools.
     #[command(subcommand)]
     Debug(DebugCommand),
+    /// Manage MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
 }
 
 #[derive(Debug, clap::Args)]
@@ -80,6 +83,39 @@ pub enum AuthCommand {
     List,
     /// Remove a provider's stored credentials.
     Logout { provider: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect to every configured MCP server and show its status and tool count.
+    #[command(alias = "ls")]
+    List,
+    /// Add an MCP server to the project config (or the global one with --global).
+    Add(McpAddArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpAddArgs {
+    /// The server name (its tools are named `<name>_<tool>`).
+    pub name: String,
+    /// A remote server's URL (streamable HTTP).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A header sent to a remote server, KEY=VALUE (repeatable).
+    #[arg(long)]
+    pub header: Vec<String>,
+    /// An environment variable for a local server, KEY=VALUE (repeatable).
+    #[arg(long)]
+    pub env: Vec<String>,
+    /// Connect timeout in milliseconds.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Write to the global config instead of the project's.
+    #[arg(long)]
+    pub global: bool,
+    /// A local server's command and arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

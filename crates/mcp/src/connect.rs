@@ -120,7 +120,7 @@ async fn connect_local(
     let running = handler.serve(process).await.map_err(|err| {
         let stderr = tail.text();
         let detail = if stderr.is_empty() { String::new() } else { format!(" (stderr: {stderr})") };
-        McpError::Protocol(format!("handshake failed: {err}{detail}"))
+        McpError::Protocol(format!("handshake failed: {}{detail}", root_cause(&err)))
     })?;
     Ok(finish(running, group, tail))
 }
@@ -148,7 +148,7 @@ async fn connect_remote(
         if err.is_authorization_required() {
             McpError::NeedsAuth
         } else {
-            McpError::Protocol(format!("handshake failed: {err}"))
+            McpError::Protocol(format!("handshake failed: {}", root_cause(&err)))
         }
     })?;
     Ok(finish(running, None, Arc::new(StderrTail::default())))
@@ -237,6 +237,23 @@ impl StderrTail {
     }
 }
 
+/// The innermost cause of an error, without the Rust type paths rmcp puts in its messages.
+fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = err;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    let mut text = current.to_string();
+    while let Some(start) = text.find(" [") {
+        let Some(length) = text[start..].find(']') else { break };
+        if !text[start..start + length].contains("::") {
+            break;
+        }
+        text.replace_range(start..=start + length, "");
+    }
+    text
+}
+
 /// The connect deadline as a user-facing error.
 pub(crate) fn timeout_error(timeout: Duration) -> McpError {
     McpError::Timeout { millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) }
@@ -244,4 +261,18 @@ pub(crate) fn timeout_error(timeout: Duration) -> McpError {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("Send message error Transport [rmcp::transport::worker::WorkerTransport<X>] error: refused")]
+    struct Noisy;
+
+    #[test]
+    fn type_paths_are_removed_from_causes() {
+        assert_eq!(root_cause(&Noisy), "Send message error Transport error: refused");
+    }
 }

@@ -2,6 +2,7 @@
 
 mod auth;
 mod debug;
+mod mcp;
 mod models;
 mod output;
 mod run;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Models(args) => models::run(&context, &args),
         Command::Auth(command) => auth::run(&context, command),
         Command::Debug(DebugCommand::Config) => debug::config(&context),
+        Command::Mcp(command) => mcp::run(&context, command),
     }
 }
 
