@@ -71,6 +71,8 @@ async fn edit_and_write_report_the_files_errors_from_a_lazily_started_reused_ser
     let reported = done.metadata["diagnostics"][&file].as_array().unwrap();
     assert_eq!(reported.len(), 2, "warnings are kept in metadata: {reported:?}");
     assert_eq!(started(&pids).len(), 1, "the server is reused");
+    let names = env.registry.names();
+    assert_eq!(names.iter().filter(|name| *name == "edit").count(), 1, "the wrapped edit replaces the plain one");
 }
 
 #[tokio::test]
