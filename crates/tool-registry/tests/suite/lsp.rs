@@ -138,6 +138,29 @@ async fn servers_are_killed_when_the_service_is_dropped() {
 }
 
 #[tokio::test]
+async fn a_server_that_exits_is_started_again_on_next_use() {
+    let temp = tempfile::tempdir().unwrap();
+    let pids = temp.path().join("pids");
+    let file = temp.path().join("a.rs");
+    std::fs::write(&file, "CRASH\n").unwrap();
+    let lsp = Lsp::new(temp.path(), vec![fake_server(&pids)]);
+    assert!(lsp.touch(&file, true).await.unwrap().is_empty(), "the crash yields no diagnostics");
+    std::fs::write(&file, "ERROR\n").unwrap();
+    // The first sync after the crash may still reach the dying process; the next one restarts it.
+    let mut diagnostics = Vec::new();
+    for _ in 0..3 {
+        if let Ok(found) = lsp.touch(&file, true).await
+            && !found.is_empty()
+        {
+            diagnostics = found;
+            break;
+        }
+    }
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(started(&pids).len(), 2);
+}
+
+#[tokio::test]
 async fn without_servers_lsp_is_unavailable_and_a_broken_server_does_not_fail_edits() {
     let env = Env::new();
     opencode_tool_registry::tools::register_filesystem_and_shell(&env.registry, Arc::new(NoEnv)).unwrap();
