@@ -6,7 +6,10 @@
 //! 1. `grep` over a large tree (the cargo registry sources, or `$GREP_BENCH_ROOT`) against the `rg`
 //!    binary when installed, else against GNU `grep -rnI` (stated in the output), same query, same run,
 //!    best of three after a warm-up.
-//! 2. Bounding a 100 MB output streamed through `BoundedWriter` (spilled to a managed file): wall
+//! 2. `glob` (the tool, through the registry) over the same tree against `find -name`, same run.
+//! 3. `edit`'s replacer chain on a 5 000-line file: a fuzzy hit (block anchor) and a miss (every
+//!    replacer, then the nearest-candidates search).
+//! 4. Bounding a 100 MB output streamed through `BoundedWriter` (spilled to a managed file): wall
 //!    time, and peak resident memory after 10 MB and after 100 MB (equal peaks = memory independent
 //!    of output size).
 
@@ -23,16 +26,112 @@ const PATTERN: &str = r"fn\s+opencode_rare_needle_[0-9]+";
 
 fn main() {
     grep_benchmark();
+    glob_benchmark();
+    edit_benchmark();
     bounding_benchmark();
 }
 
-fn grep_benchmark() {
-    let root = std::env::var_os("GREP_BENCH_ROOT").map(PathBuf::from).unwrap_or_else(|| {
+fn bench_root() -> PathBuf {
+    std::env::var_os("GREP_BENCH_ROOT").map(PathBuf::from).unwrap_or_else(|| {
         let home = std::env::var_os("CARGO_HOME")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"));
         home.join("registry/src")
-    });
+    })
+}
+
+fn glob_benchmark() {
+    let root = bench_root();
+    if !root.is_dir() {
+        eprintln!("skipping glob benchmark: {} not found", root.display());
+        return;
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let output = OutputStore::new(temp.path().join("tool-output"), ToolOutputConfig::default());
+    let location = opencode_tool_registry::Location::new(&root, output.dir()).expect("location");
+    let registry = opencode_tool_registry::ToolRegistry::new(location, output).expect("registry");
+    registry.register(opencode_tool_registry::typed(opencode_tool_registry::tools::glob::Glob)).expect("register");
+    let agents = opencode_tool_registry::Agents::new(
+        &opencode_tool_registry::AgentDirs::default(),
+        None,
+        &indexmap::IndexMap::new(),
+    );
+    // Repeating the identical call is the point here, not a doom loop.
+    let mut agent = (*agents.get("build").expect("build agent")).clone();
+    agent.permission.push(opencode_tool_registry::Rule::new(
+        "doom_loop",
+        "*",
+        opencode_config::PermissionAction::Allow,
+    ));
+    let ctx = opencode_tool_registry::ToolContext {
+        session_id: "ses_bench".into(),
+        message_id: "msg_bench".into(),
+        call_id: "call_bench".into(),
+        agent: std::sync::Arc::new(agent),
+        location: std::sync::Arc::clone(registry.location()),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        permissions: std::sync::Arc::new(opencode_tool_registry::Permissions::in_memory()),
+        progress: std::sync::Arc::new(opencode_tool_registry::NoProgress),
+        output: registry.output().clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let call = opencode_tool_registry::ToolCall {
+        call_id: "call_bench".into(),
+        name: "glob".into(),
+        input: serde_json::json!({"pattern": "**/*.toml"}),
+    };
+    let mut ours = || {
+        let settled = runtime.block_on(registry.execute(&call, &ctx)).expect("glob settles");
+        assert!(settled.text.lines().count() > 1, "glob found files");
+    };
+    let mut find = Command::new("find");
+    find.arg(&root).args(["-type", "f", "-name", "*.toml"]);
+    ours();
+    let _ = find.output();
+    let ours_time = (0..3).map(|_| time(&mut ours)).min().unwrap_or_default();
+    let find_time = (0..3)
+        .map(|_| {
+            time(&mut || {
+                let _ = find.output().expect("find runs");
+            })
+        })
+        .min()
+        .unwrap_or_default();
+    println!();
+    println!("glob **/*.toml over {}", root.display());
+    println!("{:<36} {:>8.1} ms", "opencode glob tool (registry)", ms(ours_time));
+    println!("{:<36} {:>8.1} ms", "find -type f -name '*.toml'", ms(find_time));
+    println!("ratio ours / baseline: {:.2}", ours_time.as_secs_f64() / find_time.as_secs_f64());
+}
+
+fn edit_benchmark() {
+    use opencode_tool_registry::tools::edit::replace;
+    let content: String =
+        (0..5000).map(|i| format!("    fn item_{i}(value: u32) -> u32 {{\n        value + {i}\n    }}\n")).collect();
+    let fuzzy = "fn item_2500(value: u32) -> u32 {\n    value + 2501\n}";
+    let miss = "fn nothing_like_this() {\n    never();\n}";
+    let mut hit = || {
+        replace(&content, fuzzy, "fn replaced() {}", false).expect("block anchor finds it");
+    };
+    let mut missed = || {
+        assert!(replace(&content, miss, "x", false).is_err());
+    };
+    println!();
+    println!("edit replacer chain on a {}-line file ({} bytes)", content.lines().count(), content.len());
+    println!(
+        "{:<36} {:>8.1} ms",
+        "fuzzy hit (block anchor)",
+        ms((0..3).map(|_| time(&mut hit)).min().unwrap_or_default())
+    );
+    println!(
+        "{:<36} {:>8.1} ms",
+        "miss (all replacers + candidates)",
+        ms((0..3).map(|_| time(&mut missed)).min().unwrap_or_default())
+    );
+}
+
+fn grep_benchmark() {
+    let root = bench_root();
     if !root.is_dir() {
         eprintln!("skipping grep benchmark: {} not found", root.display());
         return;

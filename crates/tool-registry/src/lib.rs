@@ -9,6 +9,8 @@
 //!   to a Managed Tool Output File ([`OutputStore`]). Failing to write that file keeps the success.
 //! - **Location authority.** Paths resolve inside the Location or managed tool-output storage;
 //!   anything else asks `external_directory` permission; symlink swaps are caught at open time.
+//! - **Language servers.** [`Lsp`] runs the servers configured under `lsp` (lazily, per file
+//!   extension); [`tools::lsp::register`] adds the `lsp` tool and makes `edit`/`write` report errors.
 //! - **Permissions and agents.** OpenCode's last-match-wins [`Ruleset`]s, the built-in [`Agents`],
 //!   and [`Permissions`]: pending requests answered once, always or reject.
 

@@ -2,7 +2,8 @@
 """A fake language server for the tool registry's tests: real LSP framing over stdio.
 
 Every line containing ERROR yields an error diagnostic, WARN a warning. `fn NAME` lines are
-symbols; goToDefinition answers the first `fn` line of the file. Each start appends the process
+symbols; goToDefinition answers the first `fn` line of the file. A document containing CRASH
+makes the server exit. Each start appends the process
 id to the file named by FAKE_LSP_PIDS. After `initialized` it asks the client for configuration
 (as real servers do) and expects an answer before publishing anything.
 """
@@ -36,6 +37,8 @@ def send(message):
 
 
 def publish(uri, version):
+    if "CRASH" in documents[uri]:
+        sys.exit(3)
     diagnostics = []
     for number, line in enumerate(documents[uri].split("\n")):
         for word, severity in (("ERROR", 1), ("WARN", 2)):

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicI64;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -57,6 +58,8 @@ pub(crate) struct Client {
     /// Bumped on every publication; waiters watch it.
     changes: watch::Sender<u64>,
     versions: Mutex<HashMap<String, i32>>,
+    /// Set by the reader when the server's output closes.
+    exited: Arc<AtomicBool>,
     reader: tokio::task::JoinHandle<()>,
     _child: Child,
 }
@@ -92,12 +95,13 @@ impl Client {
         let waiters: Waiters = Arc::default();
         let published: Arc<Mutex<Published>> = Arc::default();
         let (changes, _) = watch::channel(0);
+        let exited = Arc::new(AtomicBool::new(false));
         let reader = tokio::spawn(read_loop(
             stdout,
             Arc::clone(&stdin),
             Arc::clone(&waiters),
             Arc::clone(&published),
-            changes.clone(),
+            (changes.clone(), Arc::clone(&exited)),
             path_to_uri(root),
         ));
         let client = Self {
@@ -108,6 +112,7 @@ impl Client {
             published,
             changes,
             versions: Mutex::default(),
+            exited,
             reader,
             _child: child,
         };
@@ -133,6 +138,11 @@ impl Client {
         client.request_with("initialize", params, INITIALIZE_TIMEOUT).await?;
         client.notify("initialized", json!({})).await?;
         Ok(client)
+    }
+
+    /// Whether the server's output is still open (it has not exited).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.exited.load(Ordering::Acquire)
     }
 
     /// Sends a request and waits for its result.
@@ -196,6 +206,9 @@ impl Client {
         let generation = |published: &Mutex<Published>| lock(published).generation.get(&uri).copied().unwrap_or(0);
         let deadline = tokio::time::Instant::now() + timeout;
         while generation(&self.published) <= after {
+            if !self.is_alive() {
+                return self.diagnostics(path);
+            }
             if tokio::time::timeout_at(deadline, changes.changed()).await.map_or(true, |changed| changed.is_err()) {
                 return self.diagnostics(path);
             }
@@ -246,7 +259,7 @@ async fn read_loop(
     stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
     waiters: Waiters,
     published: Arc<Mutex<Published>>,
-    changes: watch::Sender<u64>,
+    (changes, exited): (watch::Sender<u64>, Arc<AtomicBool>),
     root_uri: String,
 ) {
     let mut reader = BufReader::new(stdout);
@@ -289,8 +302,11 @@ async fn read_loop(
             (None, None) => {}
         }
     }
-    // Dropping the senders tells every waiting request that the server is gone.
+    // Dropping the senders tells every waiting request that the server is gone; diagnostics
+    // waiters are woken to notice it.
     lock(&waiters).clear();
+    exited.store(true, Ordering::Release);
+    changes.send_modify(|count| *count += 1);
 }
 
 /// What the client answers to requests from the server.

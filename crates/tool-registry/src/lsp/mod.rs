@@ -94,6 +94,8 @@ pub enum LspError {
     Timeout { server: String, method: String },
     #[error("language server `{server}` exited")]
     Exited { server: String },
+    #[error("cannot read {} for its language server: {reason}", path.display())]
+    Read { path: PathBuf, reason: String },
 }
 
 impl LspError {
@@ -103,6 +105,7 @@ impl LspError {
             Self::Spawn { .. } => "check that the server's command is installed and on PATH",
             Self::Protocol { .. } | Self::Exited { .. } => "run the server's command by hand to see its errors",
             Self::Timeout { .. } => "the server may still be indexing; try again shortly",
+            Self::Read { .. } => "check that the file exists and is UTF-8 text",
         }
     }
 }
@@ -215,7 +218,8 @@ impl Lsp {
         let mut clients = self.clients.lock().await;
         let mut found = Vec::new();
         for server in self.servers_for(path) {
-            if let Some(client) = clients.get(&server.id) {
+            // A server that exited is started again.
+            if let Some(client) = clients.get(&server.id).filter(|client| client.is_alive()) {
                 found.push(Arc::clone(client));
                 continue;
             }

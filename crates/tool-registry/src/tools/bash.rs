@@ -248,10 +248,8 @@ async fn terminate(guard: &mut GroupGuard, child: &mut tokio::process::Child) {
 /// simple command the rules do not already allow, approved `always` by its arity prefix.
 async fn ask_permissions(ctx: &ToolContext, command: &str, workdir: &Path) -> Result<(), ToolError> {
     let commands = shell::parse(command);
+    // The workdir itself was authorized when it was resolved.
     let mut directories: Vec<String> = Vec::new();
-    if ctx.location.resolve(&workdir.display().to_string())?.scope == Scope::External {
-        directories.push(format!("{}/*", workdir.display()));
-    }
     for simple in &commands {
         for path in external_paths(ctx, simple, workdir)? {
             if !directories.contains(&path) {

@@ -61,11 +61,12 @@ impl TypedTool for Edit {
                     return Err(ToolError::model(format!("File not found: {shown}")));
                 }
                 let content = super::read_text(ctx, &resolved)?;
-                // The model writes `\n`; a CRLF file keeps its line endings.
-                let ending = if content.contains("\r\n") { "\r\n" } else { "\n" };
-                let old = with_line_ending(&input.old_string, ending);
-                let new = with_line_ending(&input.new_string, ending);
-                let updated = replace(&content, &old, &new, input.replace_all.unwrap_or(false))?;
+                let updated = replace_keeping_line_endings(
+                    &content,
+                    &input.old_string,
+                    &input.new_string,
+                    input.replace_all.unwrap_or(false),
+                )?;
                 (content, updated)
             };
             let filediff = FileDiff::new(&shown, &before, &after);
@@ -78,6 +79,32 @@ impl TypedTool for Edit {
                 .with_metadata("filediff", filediff))
         })
     }
+}
+
+/// [`replace`] for a file whose line endings must survive: the model writes `\n`. A file with only
+/// CRLF endings is matched as LF and written back as CRLF, so line-based replacers cannot leave a
+/// lone `\n`; a mixed file is matched with `old`/`new` in CRLF, as OpenCode does.
+pub fn replace_keeping_line_endings(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<String, ToolError> {
+    let newlines = content.matches('\n').count();
+    let crlf = content.matches("\r\n").count();
+    if crlf == 0 {
+        return replace(content, &normalize_line_endings(old), &normalize_line_endings(new), replace_all);
+    }
+    if crlf == newlines {
+        let updated = replace(
+            &normalize_line_endings(content),
+            &normalize_line_endings(old),
+            &normalize_line_endings(new),
+            replace_all,
+        )?;
+        return Ok(updated.replace('\n', "\r\n"));
+    }
+    replace(content, &with_line_ending(old, "\r\n"), &with_line_ending(new, "\r\n"), replace_all)
 }
 
 /// `text` with its line endings (whatever they were) turned into `ending`.
@@ -95,7 +122,11 @@ pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result
     }
     let mut ambiguous: Option<String> = None;
     for (_, replacer) in REPLACERS {
-        for search in replacer(content, old) {
+        for mut search in replacer(content, old) {
+            // A block of CRLF lines ends in `\r`: that belongs to the line ending, not the match.
+            if search.ends_with('\r') && !old.ends_with('\r') {
+                search.pop();
+            }
             if search.is_empty() {
                 continue;
             }
@@ -628,6 +659,17 @@ mod tests {
         assert!(err.starts_with("Found multiple matches for oldString (2 matches)"), "{err}");
         assert!(err.contains("line 1") && err.contains("line 4"), "{err}");
         assert_eq!(replace(content, "a\nb", "z", true).unwrap(), "z\n--\nz\n");
+    }
+
+    #[test]
+    fn crlf_files_stay_crlf_through_fuzzy_matches() {
+        let content = "first\r\n    second\r\nthird\r\n";
+        let updated = replace_keeping_line_endings(content, "second\n  third", "2nd\nthird\nfourth", false).unwrap();
+        assert_eq!(updated, "first\r\n2nd\r\nthird\r\nfourth\r\n");
+        // Mixed files: only the edited text gets CRLF.
+        let mixed = "a\r\nb\nc\r\n";
+        assert_eq!(replace_keeping_line_endings(mixed, "b\nc", "x\ny", false).unwrap(), "a\r\nx\r\ny\r\n");
+        assert_eq!(replace_keeping_line_endings("a\nb\n", "a\r\nb", "c", false).unwrap(), "c\n");
     }
 
     #[test]

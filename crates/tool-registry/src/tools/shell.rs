@@ -72,6 +72,10 @@ impl Parser<'_> {
                     }
                 }
                 '#' => self.skip_comment(),
+                '(' if command.start.is_none() && self.peek_at(1) == Some('(') => {
+                    // `(( … ))` arithmetic: no command inside.
+                    self.skip_balanced(self.pos + 2, 2);
+                }
                 '(' if command.start.is_none() => {
                     self.pos += 1;
                     self.sequence(Some(')'));
@@ -124,6 +128,11 @@ impl Parser<'_> {
                     *command = Pending { slot: self.out.len(), ..Pending::default() };
                 }
                 command.skipping = matches!(raw.as_str(), "for" | "select" | "function");
+                return;
+            }
+            if raw == "[[" {
+                // A test expression, not a command (substitutions inside are still parsed).
+                self.skip_test();
                 return;
             }
             if raw == "case" {
@@ -342,6 +351,21 @@ impl Parser<'_> {
         }
     }
 
+    /// After `[[`: words up to `]]`.
+    fn skip_test(&mut self) {
+        while let Some(c) = self.peek() {
+            if matches!(c, ' ' | '\t' | '\n' | '&' | '|' | '<' | '>' | '(' | ')' | ';') {
+                self.pos += 1;
+                continue;
+            }
+            let start = self.pos;
+            let _ = self.read_word();
+            if self.chars[start..self.pos].iter().collect::<String>() == "]]" {
+                return;
+            }
+        }
+    }
+
     fn skip_comment(&mut self) {
         while let Some(c) = self.peek() {
             if c == '\n' {
@@ -474,6 +498,8 @@ mod tests {
         assert_eq!(texts("for f in a b; do echo $f; done"), ["echo $f"]);
         assert_eq!(texts("while true; do sleep 1; done"), ["true", "sleep 1"]);
         assert_eq!(texts("case $x in a) rm a;; b|c) ls;; esac"), ["rm a", "ls"]);
+        assert_eq!(texts("[[ -f x && $(id -u) == 0 ]] && rm x"), ["id -u", "rm x"]);
+        assert_eq!(texts("(( i++ )); echo $i"), ["echo $i"]);
     }
 
     #[test]

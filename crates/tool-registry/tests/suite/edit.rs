@@ -34,6 +34,12 @@ async fn crlf_files_keep_their_line_endings() {
             .await;
     assert_eq!(done.status, SettlementStatus::Completed, "{}", done.text);
     assert_eq!(read(&env, "win.txt"), "first\r\n    2nd\r\nthird\r\nfourth\r\n");
+    // A fuzzy (line-trimmed) match keeps them too.
+    let done =
+        edit(&env, json!({"filePath": "win.txt", "oldString": "  2nd\n  third", "newString": "two\nthree"})).await;
+    assert_eq!(done.status, SettlementStatus::Completed, "{}", done.text);
+    assert_eq!(read(&env, "win.txt"), "first\r\ntwo\r\nthree\r\nfourth\r\n");
+    assert!(!done.metadata["diff"].as_str().unwrap().contains('\r'), "the diff is shown with LF");
 }
 
 #[tokio::test]

@@ -71,6 +71,8 @@ async fn edit_and_write_report_the_files_errors_from_a_lazily_started_reused_ser
     let reported = done.metadata["diagnostics"][&file].as_array().unwrap();
     assert_eq!(reported.len(), 2, "warnings are kept in metadata: {reported:?}");
     assert_eq!(started(&pids).len(), 1, "the server is reused");
+    let names = env.registry.names();
+    assert_eq!(names.iter().filter(|name| *name == "edit").count(), 1, "the wrapped edit replaces the plain one");
 }
 
 #[tokio::test]
@@ -133,6 +135,29 @@ async fn servers_are_killed_when_the_service_is_dropped() {
         !alive
     });
     assert!(gone, "server process {pid} survived its client");
+}
+
+#[tokio::test]
+async fn a_server_that_exits_is_started_again_on_next_use() {
+    let temp = tempfile::tempdir().unwrap();
+    let pids = temp.path().join("pids");
+    let file = temp.path().join("a.rs");
+    std::fs::write(&file, "CRASH\n").unwrap();
+    let lsp = Lsp::new(temp.path(), vec![fake_server(&pids)]);
+    assert!(lsp.touch(&file, true).await.unwrap().is_empty(), "the crash yields no diagnostics");
+    std::fs::write(&file, "ERROR\n").unwrap();
+    // The first sync after the crash may still reach the dying process; the next one restarts it.
+    let mut diagnostics = Vec::new();
+    for _ in 0..3 {
+        if let Ok(found) = lsp.touch(&file, true).await
+            && !found.is_empty()
+        {
+            diagnostics = found;
+            break;
+        }
+    }
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    assert_eq!(started(&pids).len(), 2);
 }
 
 #[tokio::test]
