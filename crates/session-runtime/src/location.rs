@@ -101,7 +101,9 @@ impl LocationFactory for StandardLocations {
                 || self.env.flag("OPENCODE_DISABLE_CLAUDE_CODE_PROMPT"),
         });
         let context = SystemContextRegistry::new();
-        let contributions = builtin::register_builtins(&context, environment, self.date.clone(), instructions)?;
-        Ok(Location { directory: directory.to_path_buf(), context, tools: (self.tools)(directory)?, contributions })
+        let mut contributions = builtin::register_builtins(&context, environment, self.date.clone(), instructions)?;
+        let tools = (self.tools)(directory)?;
+        contributions.extend(tools.register_context(&context)?);
+        Ok(Location { directory: directory.to_path_buf(), context, tools, contributions })
     }
 }

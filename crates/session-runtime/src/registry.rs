@@ -9,8 +9,13 @@ use futures_util::future::BoxFuture;
 use opencode_config::Config;
 use opencode_config::Paths;
 use opencode_llm::ToolDefinition;
+use opencode_mcp::McpManager;
+use opencode_mcp::McpOptions;
+use opencode_system_context::Contribution;
+use opencode_system_context::SystemContextRegistry;
 use opencode_tool_registry::AgentDirs;
 use opencode_tool_registry::Agents;
+use opencode_tool_registry::Lsp;
 use opencode_tool_registry::NoProgress;
 use opencode_tool_registry::OutputStore;
 use opencode_tool_registry::Permissions;
@@ -34,18 +39,23 @@ pub struct RegistryTools {
     registry: Arc<ToolRegistry>,
     agents: Arc<Agents>,
     permissions: Arc<Permissions>,
+    /// The Location's MCP servers (absent when none is configured); their tools join the registry
+    /// as each server becomes ready, and the servers stop when the last clone is dropped.
+    mcp: Option<McpManager>,
 }
 
 impl RegistryTools {
     pub fn new(registry: Arc<ToolRegistry>, agents: Arc<Agents>, permissions: Arc<Permissions>) -> Self {
-        Self { registry, agents, permissions }
+        Self { registry, agents, permissions, mcp: None }
     }
 
     /// The standard tools of `directory` (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`,
     /// `list`, `bash`, `webfetch`, and plan mode's `plan_enter`/`plan_exit`), with OpenCode's agents
     /// and `config`'s permissions. `websearch` is absent (no search backend is configured; the
-    /// registry says so when it is called). `permissions` holds pending requests; share one across
-    /// Locations so a client can answer them.
+    /// registry says so when it is called). `lsp` is offered when config `lsp` names servers; the
+    /// config's `mcp` servers connect in the background and their `<server>_<tool>` tools join as
+    /// each becomes ready. `permissions` holds pending requests; share one across Locations so a
+    /// client can answer them.
     pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
         let tool_output = paths.tool_output_dir();
         let location = opencode_tool_registry::Location::new(directory, &tool_output)
@@ -64,6 +74,17 @@ impl RegistryTools {
             opencode_tool_registry::tools::plan::PlanFiles::new(paths.plans_dir()),
         )
         .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        let lsp = Lsp::from_config(directory, config.lsp.as_ref())
+            .map_err(|err| RuntimeError::Tools(format!("{err} ({})", err.hint())))?;
+        opencode_tool_registry::tools::lsp::register(&registry, Arc::new(lsp))
+            .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        let registry = Arc::new(registry);
+        // MCP servers connect in the background: never on the path of the first turn.
+        let mcp = (!config.mcp.is_empty()).then(|| {
+            let mcp = McpManager::start(&config.mcp, McpOptions::new(directory));
+            mcp.attach(&registry);
+            mcp
+        });
         let dirs = AgentDirs {
             tool_output,
             tmp: Some(std::env::temp_dir()),
@@ -72,7 +93,7 @@ impl RegistryTools {
             home: None,
         };
         let agents = Agents::new(&dirs, config.permission.as_ref(), &config.agent);
-        Ok(Self::new(Arc::new(registry), Arc::new(agents), permissions))
+        Ok(Self { mcp, ..Self::new(registry, Arc::new(agents), permissions) })
     }
 
     /// The registry, for registering further tools (those that need services, e.g. `todowrite`).
@@ -118,5 +139,12 @@ impl ToolHost for RegistryTools {
                 Err(err) => ToolResult::error(err.to_string()),
             }
         })
+    }
+
+    fn register_context(&self, context: &SystemContextRegistry) -> Result<Vec<Contribution>> {
+        match &self.mcp {
+            Some(mcp) => Ok(vec![mcp.register_context(context)?]),
+            None => Ok(Vec::new()),
+        }
     }
 }

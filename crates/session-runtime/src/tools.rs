@@ -12,6 +12,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use opencode_config::ToolOutputConfig;
 use opencode_llm::ToolDefinition;
+use opencode_system_context::Contribution;
+use opencode_system_context::SystemContextRegistry;
 use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -89,6 +91,12 @@ pub trait ToolHost: Send + Sync {
 
     /// Runs one call and settles it; never fails (unknown tools and bad input settle as errors).
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult>;
+
+    /// Context Sources the tools bring with them (MCP servers' instructions), registered when the
+    /// Location opens and kept alive with it.
+    fn register_context(&self, _context: &SystemContextRegistry) -> crate::error::Result<Vec<Contribution>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A Location without tools.
