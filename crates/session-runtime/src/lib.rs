@@ -67,6 +67,7 @@ pub use events::SessionStatus;
 pub use history::PromptFile;
 pub use history::StoredPrompt;
 pub use hooks::Hooks;
+pub use hooks::PluginHooks;
 pub use hooks::TurnInfo;
 pub use location::Location;
 pub use location::LocationFactory;

@@ -3,6 +3,7 @@ mod compaction;
 mod context;
 mod interrupt;
 mod loop_;
+mod plugins;
 mod recovery;
 mod registry;
 mod support;
