@@ -6,13 +6,38 @@
 //! [`AuthStore`].
 //!
 //! Built in: GitHub Copilot's OAuth device-code flow ([`copilot`]). The PKCE flows documented for
-//! Anthropic Claude Pro/Max and OpenAI ChatGPT are not built yet.
+//! Anthropic Claude Pro/Max and OpenAI ChatGPT are not built yet. [`builtin_plugins`] assembles
+//! them; its environment overrides (see [`COPILOT_URL_VAR`]) point the flows at other servers.
 
 pub mod copilot;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use opencode_config::AuthInfo;
 use opencode_config::AuthStore;
+use opencode_config::Env;
+
+use crate::plugin::Plugin;
+
+/// Base URL of the GitHub OAuth endpoints the Copilot device flow uses (default
+/// `https://github.com`; `<base>/login/device/code` and `<base>/login/oauth/access_token`).
+pub const COPILOT_URL_VAR: &str = "OPENCODE_COPILOT_URL";
+/// Milliseconds added to the device flow's polling interval (default 3000, as OpenCode).
+pub const COPILOT_POLL_MARGIN_VAR: &str = "OPENCODE_COPILOT_POLL_MARGIN_MS";
+
+/// The built-in provider auth plugins, in dispatch order, with the endpoint overrides of `env`.
+pub fn builtin_plugins(env: &Env) -> Vec<Arc<dyn Plugin>> {
+    let mut copilot = match env.get(COPILOT_URL_VAR) {
+        Some(base) => copilot::CopilotEndpoints::under(base, None),
+        None => copilot::CopilotEndpoints::github(),
+    };
+    if let Some(margin) = env.get(COPILOT_POLL_MARGIN_VAR).and_then(|ms| ms.parse().ok()) {
+        copilot.poll_margin = Duration::from_millis(margin);
+    }
+    vec![Arc::new(copilot::CopilotPlugin::new(copilot))]
+}
 
 /// How a login method works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,33 +55,70 @@ pub struct AuthMethod {
     pub kind: AuthMethodKind,
 }
 
-/// A started authorization: show `url` (and `user_code`) to the user, then await [`Authorization::finish`].
+/// What completes an authorization: waiting (device code, local callback), or the code the user
+/// pastes after authorizing in the browser.
+pub type AuthFuture = BoxFuture<'static, Result<AuthInfo, AuthError>>;
+
+/// A started authorization: show `url` (and `user_code`) to the user; then, when
+/// [`Authorization::needs_code`], read the code the provider displayed and call
+/// [`Authorization::finish_with_code`], else await [`Authorization::finish`].
 pub struct Authorization {
     pub url: String,
     pub user_code: Option<String>,
     pub instructions: String,
-    completion: BoxFuture<'static, Result<AuthInfo, AuthError>>,
+    completion: Completion,
+}
+
+enum Completion {
+    Auto(AuthFuture),
+    Code(Box<dyn FnOnce(String) -> AuthFuture + Send>),
 }
 
 impl Authorization {
-    pub fn new(
+    /// An authorization that completes by itself (polling, a local callback server).
+    pub fn new(url: String, user_code: Option<String>, instructions: String, completion: AuthFuture) -> Self {
+        Self { url, user_code, instructions, completion: Completion::Auto(completion) }
+    }
+
+    /// An authorization that completes with the code the user pastes.
+    pub fn with_code(
         url: String,
-        user_code: Option<String>,
         instructions: String,
-        completion: BoxFuture<'static, Result<AuthInfo, AuthError>>,
+        exchange: impl FnOnce(String) -> AuthFuture + Send + 'static,
     ) -> Self {
-        Self { url, user_code, instructions, completion }
+        Self { url, user_code: None, instructions, completion: Completion::Code(Box::new(exchange)) }
+    }
+
+    /// Whether the user must paste a code ([`Authorization::finish_with_code`]).
+    pub fn needs_code(&self) -> bool {
+        matches!(self.completion, Completion::Code(_))
     }
 
     /// Waits until the user authorized (or the flow failed or expired).
     pub async fn finish(self) -> Result<AuthInfo, AuthError> {
-        self.completion.await
+        match self.completion {
+            Completion::Auto(completion) => completion.await,
+            Completion::Code(_) => Err(AuthError::CodeRequired),
+        }
+    }
+
+    /// Completes with the code the user pasted (an authorization that needs none ignores it).
+    pub async fn finish_with_code(self, code: &str) -> Result<AuthInfo, AuthError> {
+        match self.completion {
+            Completion::Auto(completion) => completion.await,
+            Completion::Code(_) if code.trim().is_empty() => Err(AuthError::CodeRequired),
+            Completion::Code(exchange) => exchange(code.trim().to_owned()).await,
+        }
     }
 }
 
 impl std::fmt::Debug for Authorization {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Authorization").field("url", &self.url).field("user_code", &self.user_code).finish()
+        f.debug_struct("Authorization")
+            .field("url", &self.url)
+            .field("user_code", &self.user_code)
+            .field("needs_code", &self.needs_code())
+            .finish()
     }
 }
 
@@ -91,6 +153,8 @@ pub enum AuthError {
     NoSuchMethod(usize),
     #[error("cannot store credentials: {0}")]
     Store(String),
+    #[error("no authorization code was given")]
+    CodeRequired,
 }
 
 impl AuthError {
@@ -104,6 +168,7 @@ impl AuthError {
             Self::Expired => "run `opencode auth login` again and enter the code sooner",
             Self::NoSuchMethod(_) => "run `opencode auth login` to see the methods",
             Self::Store(_) => "check the permissions of the data directory",
+            Self::CodeRequired => "paste the code the provider shows after you authorize, then press enter",
         }
     }
 }
