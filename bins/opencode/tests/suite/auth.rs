@@ -124,3 +124,32 @@ fn an_unreachable_login_server_and_a_bad_method_are_clear_errors() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("error: GitHub Copilot has login methods 1 to 1"), "{}", stderr(&bad));
 }
+
+#[test]
+fn anthropic_login_exchanges_the_pasted_code_with_pkce_and_stores_oauth_tokens() {
+    let (_rt, mock) = oauth_server(vec![
+        serde_json::json!({"access_token": "sk-ant-oat-1", "refresh_token": "rt-1", "expires_in": 3600}),
+    ]);
+    let home = Home::new();
+    let login = home
+        .opencode(&["auth", "login", "anthropic", "--method", "1"])
+        .env("OPENCODE_ANTHROPIC_TOKEN_URL", format!("{}/v1/oauth/token", mock.base_url()))
+        .write_stdin("pasted-code\n")
+        .output()
+        .unwrap();
+    let err = stderr(&login);
+    assert!(login.status.success(), "{err}");
+    let url = err.lines().find_map(|line| line.strip_prefix("Go to: ")).unwrap();
+    assert!(url.starts_with("https://claude.ai/oauth/authorize?"), "{url}");
+    let body = mock.requests()[0].body_json().unwrap();
+    assert_eq!(mock.requests()[0].path_and_query, "/v1/oauth/token");
+    assert_eq!(body["code"], "pasted-code");
+    let verifier = body["code_verifier"].as_str().unwrap();
+    let challenge = opencode_plugin_host::auth::pkce::challenge(verifier);
+    assert!(url.contains(&format!("code_challenge={challenge}&")), "{url} vs {challenge}");
+
+    let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.auth_file()).unwrap()).unwrap();
+    assert_eq!(stored["anthropic"]["type"], "oauth");
+    assert_eq!(stored["anthropic"]["access"], "sk-ant-oat-1");
+    assert_eq!(stored["anthropic"]["refresh"], "rt-1");
+}

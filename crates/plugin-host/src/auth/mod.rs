@@ -5,11 +5,15 @@
 //! them before they expire ([`AuthProvider::credentials`]). Tokens live in `opencode-config`'s
 //! [`AuthStore`].
 //!
-//! Built in: GitHub Copilot's OAuth device-code flow ([`copilot`]). The PKCE flows documented for
-//! Anthropic Claude Pro/Max and OpenAI ChatGPT are not built yet. [`builtin_plugins`] assembles
+//! Built in: GitHub Copilot's OAuth device-code flow ([`copilot`]), and the PKCE authorization-code
+//! flows of Anthropic Claude Pro/Max (pasted code, [`anthropic`]) and OpenAI ChatGPT Plus/Pro
+//! (local callback server, [`openai`]), sharing [`pkce`]. [`builtin_plugins`] assembles
 //! them; its environment overrides (see [`COPILOT_URL_VAR`]) point the flows at other servers.
 
+pub mod anthropic;
 pub mod copilot;
+pub mod openai;
+pub mod pkce;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,8 +31,26 @@ pub const COPILOT_URL_VAR: &str = "OPENCODE_COPILOT_URL";
 /// Milliseconds added to the device flow's polling interval (default 3000, as OpenCode).
 pub const COPILOT_POLL_MARGIN_VAR: &str = "OPENCODE_COPILOT_POLL_MARGIN_MS";
 
+/// The Anthropic OAuth token endpoint (default `https://console.anthropic.com/v1/oauth/token`).
+pub const ANTHROPIC_TOKEN_URL_VAR: &str = "OPENCODE_ANTHROPIC_TOKEN_URL";
+/// The OpenAI OAuth issuer (default `https://auth.openai.com`; `/oauth/authorize`, `/oauth/token`).
+pub const OPENAI_ISSUER_VAR: &str = "OPENCODE_OPENAI_OAUTH_URL";
+/// The one port for OpenAI's local sign-in callback (default 1455, else 1457; `0` picks a free one).
+pub const OPENAI_CALLBACK_PORT_VAR: &str = "OPENCODE_OPENAI_CALLBACK_PORT";
+
 /// The built-in provider auth plugins, in dispatch order, with the endpoint overrides of `env`.
 pub fn builtin_plugins(env: &Env) -> Vec<Arc<dyn Plugin>> {
+    let mut anthropic = anthropic::AnthropicEndpoints::default();
+    if let Some(token) = env.get(ANTHROPIC_TOKEN_URL_VAR) {
+        token.clone_into(&mut anthropic.token);
+    }
+    let mut openai = openai::OpenAiEndpoints::default();
+    if let Some(issuer) = env.get(OPENAI_ISSUER_VAR) {
+        issuer.clone_into(&mut openai.issuer);
+    }
+    if let Some(port) = env.get(OPENAI_CALLBACK_PORT_VAR).and_then(|port| port.parse().ok()) {
+        openai.ports = vec![port];
+    }
     let mut copilot = match env.get(COPILOT_URL_VAR) {
         Some(base) => copilot::CopilotEndpoints::under(base, None),
         None => copilot::CopilotEndpoints::github(),
@@ -36,7 +58,11 @@ pub fn builtin_plugins(env: &Env) -> Vec<Arc<dyn Plugin>> {
     if let Some(margin) = env.get(COPILOT_POLL_MARGIN_VAR).and_then(|ms| ms.parse().ok()) {
         copilot.poll_margin = Duration::from_millis(margin);
     }
-    vec![Arc::new(copilot::CopilotPlugin::new(copilot))]
+    vec![
+        Arc::new(copilot::CopilotPlugin::new(copilot)),
+        Arc::new(anthropic::AnthropicPlugin::new(anthropic)),
+        Arc::new(openai::OpenAiPlugin::new(openai)),
+    ]
 }
 
 /// How a login method works.
@@ -155,6 +181,16 @@ pub enum AuthError {
     Store(String),
     #[error("no authorization code was given")]
     CodeRequired,
+    #[error("the authorization answer does not belong to this login (state mismatch)")]
+    StateMismatch,
+    #[error("cannot listen for the sign-in callback on 127.0.0.1 port {ports}: {reason}")]
+    CallbackPort { ports: String, reason: String },
+    #[error("sign-in callback failed: {0}")]
+    Callback(String),
+    #[error("no authorization arrived within {0} s")]
+    TimedOut(u64),
+    #[error("no secure randomness available")]
+    Random,
 }
 
 impl AuthError {
@@ -169,6 +205,12 @@ impl AuthError {
             Self::NoSuchMethod(_) => "run `opencode auth login` to see the methods",
             Self::Store(_) => "check the permissions of the data directory",
             Self::CodeRequired => "paste the code the provider shows after you authorize, then press enter",
+            Self::StateMismatch => "start `opencode auth login` again and use the newest browser tab",
+            Self::CallbackPort { .. } => {
+                "another program (perhaps another login) uses the port; close it and try again"
+            }
+            Self::Callback(_) | Self::TimedOut(_) => "run `opencode auth login` again and finish in the browser",
+            Self::Random => "the operating system's random source failed; try again",
         }
     }
 }
