@@ -73,10 +73,14 @@ pub struct ModelsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuthCommand {
-    /// Store an API key for a provider (read from standard input).
+    /// Sign in to a provider: OAuth (GitHub Copilot, ...) or an API key read from standard input.
     Login {
-        /// The provider id, for example `anthropic` (asked for when omitted).
+        /// The provider id, for example `anthropic` (asked for when omitted; the login methods are listed).
         provider: Option<String>,
+        /// Which of the provider's login methods (1-based, as listed); asked for on a terminal,
+        /// the API key method when standard input is piped.
+        #[arg(long)]
+        method: Option<usize>,
     },
     /// List stored credentials and credentials found in the environment.
     #[command(alias = "ls")]

@@ -20,7 +20,8 @@
 //!   disappear at the next Safe Provider-Turn Boundary (the next registry load).
 //! - **External plugins** ([`external`]): a program in any language speaking JSON-RPC 2.0 over
 //!   stdio (docs/PLUGINS.md), with per-call timeouts, loaded from `plugin[]` and `.opencode/plugin/`.
-//! - **Provider auth** ([`auth`]): the GitHub Copilot device-code flow as a built-in plugin.
+//! - **Provider auth** ([`auth`]): built-in plugins for the GitHub Copilot device-code flow and the
+//!   Anthropic Claude Pro/Max and OpenAI ChatGPT PKCE sign-ins, tokens refreshed before expiry.
 //!
 //! ## `experimental.chat.system.transform` and Context Sources
 //!

@@ -74,6 +74,7 @@ pub use history::PromptFile;
 pub use history::StoredPrompt;
 pub use history::to_llm_messages;
 pub use hooks::Hooks;
+pub use hooks::PluginHooks;
 pub use hooks::TurnInfo;
 pub use location::Location;
 pub use location::LocationFactory;

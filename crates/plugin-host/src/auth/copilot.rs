@@ -282,7 +282,10 @@ struct CopilotToken {
 }
 
 /// Sends `request` and decodes a JSON answer; non-2xx answers are errors with their body.
-async fn send<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder, url: &str) -> Result<T, AuthError> {
+pub(super) async fn send<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> Result<T, AuthError> {
     let response =
         request.send().await.map_err(|err| AuthError::Http { url: url.to_owned(), reason: err.to_string() })?;
     let status = response.status();
@@ -295,6 +298,6 @@ async fn send<T: serde::de::DeserializeOwned>(request: reqwest::RequestBuilder, 
     serde_json::from_slice(&body).map_err(|err| protocol(url, &err.to_string()))
 }
 
-fn protocol(url: &str, reason: &str) -> AuthError {
+pub(super) fn protocol(url: &str, reason: &str) -> AuthError {
     AuthError::Protocol { url: url.to_owned(), reason: reason.to_owned() }
 }

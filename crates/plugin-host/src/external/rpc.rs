@@ -51,9 +51,13 @@ impl Rpc {
         let spawn_error =
             |reason: String| PluginError::Spawn { plugin: plugin.to_owned(), command: command.join(" "), reason };
         let (program, args) = command.split_first().ok_or_else(|| spawn_error("the command is empty".into()))?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        // An empty directory means "not given": inherit ours.
+        if !cwd.as_os_str().is_empty() {
+            command.current_dir(cwd);
+        }
+        let mut child = command
             .args(args)
-            .current_dir(cwd)
             .envs(env.iter().map(|(key, value)| (key, value)))
             .env("OPENCODE_PLUGIN_PROTOCOL", "1")
             .stdin(Stdio::piped())

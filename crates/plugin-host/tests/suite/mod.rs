@@ -2,4 +2,5 @@ mod copilot;
 mod external;
 mod host;
 mod loader;
+mod pkce;
 mod support;

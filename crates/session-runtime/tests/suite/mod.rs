@@ -5,6 +5,7 @@ mod defaults;
 mod interrupt;
 mod loop_;
 mod projection;
+mod plugins;
 mod recovery;
 mod registry;
 mod support;
