@@ -132,6 +132,9 @@ pub enum DebugCommand {
 pub struct RunArgs {
     /// The message to send (joined with spaces; standard input is appended when it is not a terminal).
     pub message: Vec<String>,
+    /// Run without external plugins (config `plugin[]` and `.opencode/plugin/`).
+    #[arg(long)]
+    pub pure: bool,
     /// The model, as provider/model (default: `model` from opencode.json).
     #[arg(short, long)]
     pub model: Option<String>,

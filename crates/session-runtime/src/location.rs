@@ -9,6 +9,7 @@ use std::sync::Arc;
 use opencode_config::Config;
 use opencode_config::Env;
 use opencode_config::Paths;
+use opencode_plugin_host::PluginHost;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
 use opencode_system_context::builtin;
@@ -53,6 +54,7 @@ pub struct StandardLocations {
     instructions: Vec<String>,
     date: DateSource,
     tools: ToolsFor,
+    plugins: Option<Arc<PluginHost>>,
 }
 
 impl std::fmt::Debug for StandardLocations {
@@ -69,6 +71,7 @@ impl StandardLocations {
             instructions: config.instructions.clone(),
             date: DateSource::host_local(),
             tools: Arc::new(|_| Ok(Arc::new(NoTools))),
+            plugins: None,
         }
     }
 
@@ -81,6 +84,13 @@ impl StandardLocations {
     /// Builds each Location's tools with `tools` (for example [`crate::RegistryTools::standard`]).
     pub fn with_tools(mut self, tools: impl Fn(&Path) -> Result<Arc<dyn ToolHost>> + Send + Sync + 'static) -> Self {
         self.tools = Arc::new(tools);
+        self
+    }
+
+    /// Registers the ready plugins' Context Sources in every Location (their tools join through the
+    /// `tools` builder: [`PluginHost::attach_tools`]).
+    pub fn with_plugins(mut self, plugins: Arc<PluginHost>) -> Self {
+        self.plugins = Some(plugins);
         self
     }
 }
@@ -104,6 +114,9 @@ impl LocationFactory for StandardLocations {
         let mut contributions = builtin::register_builtins(&context, environment, self.date.clone(), instructions)?;
         let tools = (self.tools)(directory)?;
         contributions.extend(tools.register_context(&context)?);
+        for failure in self.plugins.iter().flat_map(|plugins| plugins.attach_context(&context)) {
+            tracing::warn!(plugin = %failure.plugin, "plugin context source not registered: {}", failure.error);
+        }
         Ok(Location { directory: directory.to_path_buf(), context, tools, contributions })
     }
 }

@@ -607,7 +607,9 @@ impl Runner {
     /// still has the default title (a root session only).
     async fn title(&self, model: &TurnModel) -> Flow<()> {
         let session = self.session().await?;
-        if session.parent_id.is_some() || !crate::title::is_default_title(&session.title) {
+        // As in OpenCode, disabling the `title` agent in config turns titles off.
+        let disabled = self.inner.config.agent.get("title").is_some_and(|agent| agent.disable == Some(true));
+        if disabled || session.parent_id.is_some() || !crate::title::is_default_title(&session.title) {
             return Ok(());
         }
         let page = self.read(|r, id| r.messages(id, None, 8)).await?;

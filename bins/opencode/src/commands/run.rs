@@ -43,7 +43,7 @@ pub fn run(context: &Context, args: RunArgs) -> Result<(), CliError> {
     }
     let runtime = super::tokio_runtime()?;
     let result = runtime.block_on(async {
-        let engine = context.engine(store.clone())?;
+        let engine = context.engine(store.clone(), args.pure).await?;
         let session = match (base, args.fork) {
             (Some(base), true) => store.write(|tx| tx.fork_session(&base.id, None))?,
             (Some(base), false) => base,

@@ -40,7 +40,9 @@ pub async fn start_runtime(extra: Value) -> RuntimeServer {
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
             "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
             "models": {"m": {"tool_call": true}}}},
-        "model": "mock/m"
+        "model": "mock/m",
+        // The mock answers in arrival order: a background title request would take a scripted answer.
+        "agent": {"title": {"disable": true}}
     });
     if let (Value::Object(config), Value::Object(extra)) = (&mut config, extra) {
         config.extend(extra);
