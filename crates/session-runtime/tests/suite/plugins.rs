@@ -125,7 +125,8 @@ async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost) 
     let tools = file_tools();
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
-    let options = RuntimeOptions { retry_base_delay: Duration::from_millis(10), ..RuntimeOptions::default() };
+    let options =
+        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
     SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths)
         .locations(locations)
         .options(options)
