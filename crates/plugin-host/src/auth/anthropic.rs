@@ -57,12 +57,11 @@ impl Default for AnthropicEndpoints {
 #[derive(Debug, Clone)]
 pub struct AnthropicAuth {
     endpoints: Arc<AnthropicEndpoints>,
-    http: reqwest::Client,
 }
 
 impl AnthropicAuth {
     pub fn new(endpoints: AnthropicEndpoints) -> Self {
-        Self { endpoints: Arc::new(endpoints), http: pkce::client() }
+        Self { endpoints: Arc::new(endpoints) }
     }
 
     fn start(&self) -> Result<Authorization, AuthError> {
@@ -103,13 +102,14 @@ impl AnthropicAuth {
             "redirect_uri": endpoints.redirect_uri,
             "code_verifier": verifier,
         });
-        let answer = pkce::post_token(&self.http, &endpoints.token, "application/json", body.to_string()).await?;
+        let answer = pkce::post_token(super::http(), &endpoints.token, "application/json", body.to_string()).await?;
         Ok(answer.into_info(None, None))
     }
 
     async fn refresh(&self, refresh_token: String) -> Result<AuthInfo, AuthError> {
         let body = json!({"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": self.endpoints.client_id});
-        let answer = pkce::post_token(&self.http, &self.endpoints.token, "application/json", body.to_string()).await?;
+        let answer =
+            pkce::post_token(super::http(), &self.endpoints.token, "application/json", body.to_string()).await?;
         Ok(answer.into_info(Some(&refresh_token), None))
     }
 }

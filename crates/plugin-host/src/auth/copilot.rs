@@ -84,25 +84,16 @@ impl CopilotEndpoints {
 #[derive(Debug, Clone)]
 pub struct CopilotAuth {
     endpoints: Arc<CopilotEndpoints>,
-    http: reqwest::Client,
 }
 
 impl CopilotAuth {
     pub fn new(endpoints: CopilotEndpoints) -> Self {
-        // Installing twice is harmless: the first provider wins.
-        let _already_installed = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("opencode/", env!("CARGO_PKG_VERSION")))
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap_or_default();
-        Self { endpoints: Arc::new(endpoints), http }
+        Self { endpoints: Arc::new(endpoints) }
     }
 
     /// Exchanges a GitHub token for a Copilot token (the older flow).
     async fn exchange(&self, github_token: &str, url: &str) -> Result<AuthInfo, AuthError> {
-        let request = self
-            .http
+        let request = super::http()
             .get(url)
             .bearer_auth(github_token)
             .header("Accept", "application/json")
@@ -121,8 +112,7 @@ impl CopilotAuth {
 
     async fn start_device_flow(&self) -> Result<Authorization, AuthError> {
         let url = &self.endpoints.device_code;
-        let request = self
-            .http
+        let request = super::http()
             .post(url)
             .header("Accept", "application/json")
             .header("Content-Type", "application/json")
@@ -150,8 +140,7 @@ impl CopilotAuth {
                 return Err(AuthError::Expired);
             }
             let url = &endpoints.access_token;
-            let request = self
-                .http
+            let request = super::http()
                 .post(url)
                 .header("Accept", "application/json")
                 .header("Content-Type", "application/json")

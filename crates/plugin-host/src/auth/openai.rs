@@ -72,12 +72,11 @@ impl Default for OpenAiEndpoints {
 #[derive(Debug, Clone)]
 pub struct OpenAiAuth {
     endpoints: Arc<OpenAiEndpoints>,
-    http: reqwest::Client,
 }
 
 impl OpenAiAuth {
     pub fn new(endpoints: OpenAiEndpoints) -> Self {
-        Self { endpoints: Arc::new(endpoints), http: pkce::client() }
+        Self { endpoints: Arc::new(endpoints) }
     }
 
     fn token_url(&self) -> String {
@@ -127,7 +126,8 @@ impl OpenAiAuth {
             ("client_id", &self.endpoints.client_id),
             ("code_verifier", verifier),
         ])?;
-        let answer = pkce::post_token(&self.http, &self.token_url(), "application/x-www-form-urlencoded", body).await?;
+        let answer =
+            pkce::post_token(super::http(), &self.token_url(), "application/x-www-form-urlencoded", body).await?;
         let account = answer.id_token.as_deref().and_then(account_id);
         Ok(answer.into_info(None, account))
     }
@@ -138,7 +138,8 @@ impl OpenAiAuth {
             ("refresh_token", &refresh_token),
             ("client_id", &self.endpoints.client_id),
         ])?;
-        let answer = pkce::post_token(&self.http, &self.token_url(), "application/x-www-form-urlencoded", body).await?;
+        let answer =
+            pkce::post_token(super::http(), &self.token_url(), "application/x-www-form-urlencoded", body).await?;
         let account = answer.id_token.as_deref().and_then(account_id).or(account);
         Ok(answer.into_info(Some(&refresh_token), account))
     }

@@ -113,17 +113,6 @@ pub(crate) async fn refreshed<'a>(
     Ok(Some(renewed))
 }
 
-/// An HTTP client for the login endpoints.
-pub(crate) fn client() -> reqwest::Client {
-    // Installing twice is harmless: the first provider wins.
-    let _already_installed = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .user_agent(concat!("opencode/", env!("CARGO_PKG_VERSION")))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
