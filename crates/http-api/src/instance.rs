@@ -19,6 +19,8 @@ use opencode_config::Paths;
 use opencode_session_store::Project;
 use opencode_session_store::ProjectTime;
 use opencode_session_store::Store;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
 
 use crate::error::ApiError;
 
@@ -46,6 +48,11 @@ impl Instance {
             options.paths = self.paths.clone();
             Arc::new(opencode_config::load(&options))
         }))
+    }
+
+    /// The agents of this directory's configuration: the one model the runtime and the tool host use.
+    pub fn agents(&self) -> Agents {
+        Agents::from_config(&AgentDirs::standard(&self.paths), &self.config().config)
     }
 
     /// The catalog with this directory's configuration applied (loaded on first use; blocking).
