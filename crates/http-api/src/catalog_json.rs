@@ -6,10 +6,12 @@ use opencode_catalog::CredentialOrigin;
 use opencode_catalog::Model;
 use opencode_catalog::Provider;
 use opencode_catalog::models_dev::Interleaved;
-use opencode_config::AgentMode;
+use opencode_config::AgentConfig;
 use opencode_config::AuthStore;
 use opencode_config::Config;
 use opencode_config::Env;
+use opencode_tool_registry::Agent;
+use opencode_tool_registry::Agents;
 use serde_json::Map;
 use serde_json::Value;
 use serde_json::json;
@@ -124,84 +126,102 @@ fn model_json(provider: &Provider, model: &Model) -> Value {
     value
 }
 
-/// The built-in agents (OpenCode's names and modes) with config agents merged over them; disabled ones
-/// are left out.
-pub(crate) fn agents(config: &Config) -> Vec<Value> {
-    let builtins = [
-        ("build", "The default agent. Executes tools based on configured permissions.", AgentMode::Primary),
-        ("plan", "Plan mode. Disallows all edit tools.", AgentMode::Primary),
-        (
-            "general",
-            "General-purpose agent for researching complex questions and executing multi-step tasks.",
-            AgentMode::Subagent,
-        ),
-        ("explore", "Fast agent specialized for exploring codebases.", AgentMode::Subagent),
-    ];
-    let mut list: Vec<(String, Map<String, Value>)> = builtins
+/// The agent list of `/agent`: the instance's [`Agents`] (the same agents the runtime runs and the
+/// tool host checks permissions for), built-ins first. Hidden built-ins (`compaction`, `title`,
+/// `summary`) are left out unless configuration names them; disabled agents are absent already.
+pub(crate) fn agents(agents: &Agents, config: &Config) -> Vec<Value> {
+    agents
         .iter()
-        .map(|(name, description, mode)| {
-            let mut agent = Map::new();
-            agent.insert("name".into(), json!(name));
-            agent.insert("description".into(), json!(description));
-            agent.insert("mode".into(), json!(mode));
-            agent.insert("native".into(), json!(true));
-            agent.insert("permission".into(), json!([]));
-            agent.insert("options".into(), json!({}));
-            ((*name).to_owned(), agent)
-        })
-        .collect();
-    for (name, configured) in &config.agent {
-        let position = list.iter().position(|(n, _)| n == name);
-        if configured.disable == Some(true) {
-            if let Some(position) = position {
-                list.remove(position);
-            }
-            continue;
-        }
-        let agent = match position {
-            Some(position) => &mut list[position].1,
-            None => {
-                let mut fresh = Map::new();
-                fresh.insert("name".into(), json!(name));
-                fresh.insert("mode".into(), json!(AgentMode::All));
-                fresh.insert("native".into(), json!(false));
-                fresh.insert("permission".into(), json!([]));
-                fresh.insert("options".into(), json!({}));
-                list.push((name.clone(), fresh));
-                let last = list.len() - 1;
-                &mut list[last].1
-            }
-        };
-        apply_agent_config(agent, configured);
-    }
-    list.into_iter().map(|(_, agent)| Value::Object(agent)).collect()
+        .filter(|agent| !(agent.native && agent.hidden) || config.agent.contains_key(&agent.name))
+        .map(|agent| agent_json(agent, config.agent.get(&agent.name)))
+        .collect()
 }
 
-fn apply_agent_config(agent: &mut Map<String, Value>, configured: &opencode_config::AgentConfig) {
+/// Descriptions the list has always shown for these built-ins: the first sentence of what the `task`
+/// tool tells the model.
+const LIST_DESCRIPTIONS: [(&str, &str); 2] = [
+    ("general", "General-purpose agent for researching complex questions and executing multi-step tasks."),
+    ("explore", "Fast agent specialized for exploring codebases."),
+];
+
+/// One agent in OpenCode's wire shape. Keys keep their historical order (built-ins lead with their
+/// description); optional keys appear only when set (`hidden` when configured); `permission` is
+/// listed as `[]`.
+fn agent_json(agent: &Agent, configured: Option<&AgentConfig>) -> Value {
+    let configured_description = configured.and_then(|c| c.description.as_ref());
+    let description = match LIST_DESCRIPTIONS.iter().find(|(name, _)| *name == agent.name) {
+        Some((_, short)) if agent.native && configured_description.is_none() => Some((*short).to_owned()),
+        _ => agent.description.clone(),
+    };
+    let mut map = Map::new();
+    map.insert("name".into(), json!(agent.name));
+    if agent.native
+        && let Some(description) = &description
+    {
+        map.insert("description".into(), json!(description));
+    }
+    map.insert("mode".into(), json!(agent.mode));
+    map.insert("native".into(), json!(agent.native));
+    map.insert("permission".into(), json!([]));
+    map.insert("options".into(), Value::Object(agent.options.clone()));
     let mut set = |key: &str, value: Option<Value>| {
         if let Some(value) = value {
-            agent.insert(key.to_owned(), value);
+            map.insert(key.to_owned(), value);
         }
     };
-    set("description", configured.description.as_ref().map(|d| json!(d)));
-    set("mode", configured.mode.map(|m| json!(m)));
-    set("hidden", configured.hidden.map(|h| json!(h)));
-    set("temperature", configured.temperature.map(|t| json!(t)));
-    set("topP", configured.top_p.map(|t| json!(t)));
-    set("color", configured.color.as_ref().map(|c| json!(c)));
-    set("prompt", configured.prompt.as_ref().map(|p| json!(p)));
-    set("variant", configured.variant.as_ref().map(|v| json!(v)));
-    set("steps", configured.steps.map(|s| json!(s)));
+    set("description", description.filter(|_| !agent.native).map(|d| json!(d)));
+    set("hidden", configured.and_then(|c| c.hidden).map(|_| json!(agent.hidden)));
+    set("temperature", agent.temperature.map(|t| json!(t)));
+    set("topP", agent.top_p.map(|t| json!(t)));
+    set("color", agent.color.as_ref().map(|c| json!(c)));
+    set("prompt", agent.prompt.as_ref().map(|p| json!(p)));
+    set("variant", agent.variant.as_ref().map(|v| json!(v)));
+    set("steps", agent.steps.map(|s| json!(s)));
     set(
         "model",
-        configured
+        agent
             .model
             .as_deref()
             .and_then(|m| m.split_once('/'))
             .map(|(provider, model)| json!({ "providerID": provider, "modelID": model })),
     );
-    let options = configured.provider_options();
-    if !options.is_empty() {
-        set("options", Some(Value::Object(options)));
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly by design")]
+
+    use super::*;
+
+    fn listed(config: Value) -> String {
+        let config: Config = serde_json::from_value(config).unwrap();
+        let agents = Agents::from_config(&opencode_tool_registry::AgentDirs::default(), &config);
+        serde_json::to_string(&super::agents(&agents, &config)).unwrap()
+    }
+
+    #[test]
+    fn the_agent_list_shows_the_builtins_without_the_hidden_ones() {
+        assert_eq!(
+            listed(json!({})),
+            r#"[{"name":"build","description":"The default agent. Executes tools based on configured permissions.","mode":"primary","native":true,"permission":[],"options":{}},{"name":"plan","description":"Plan mode. Disallows all edit tools.","mode":"primary","native":true,"permission":[],"options":{}},{"name":"general","description":"General-purpose agent for researching complex questions and executing multi-step tasks.","mode":"subagent","native":true,"permission":[],"options":{}},{"name":"explore","description":"Fast agent specialized for exploring codebases.","mode":"subagent","native":true,"permission":[],"options":{}}]"#
+        );
+    }
+
+    #[test]
+    fn configured_agents_are_merged_over_builtins_in_the_wire_shape() {
+        let config = json!({"agent": {
+            "build": {"description": "Builds.", "temperature": 0.2, "hidden": false},
+            "general": {"model": "openai/gpt-5", "variant": "high"},
+            "explore": {"disable": true},
+            "reviewer": {"description": "Reviews", "mode": "subagent", "top_p": 0.9, "color": "#ff0000",
+                         "prompt": "Review.", "steps": 4, "options": {"a": 1}, "reasoningEffort": "low",
+                         "permission": {"bash": "deny"}},
+            "bare": {}
+        }});
+        assert_eq!(
+            listed(config),
+            r##"[{"name":"build","description":"Builds.","mode":"primary","native":true,"permission":[],"options":{},"hidden":false,"temperature":0.2},{"name":"plan","description":"Plan mode. Disallows all edit tools.","mode":"primary","native":true,"permission":[],"options":{}},{"name":"general","description":"General-purpose agent for researching complex questions and executing multi-step tasks.","mode":"subagent","native":true,"permission":[],"options":{},"variant":"high","model":{"providerID":"openai","modelID":"gpt-5"}},{"name":"reviewer","mode":"subagent","native":false,"permission":[],"options":{"reasoningEffort":"low","a":1},"description":"Reviews","topP":0.9,"color":"#ff0000","prompt":"Review.","steps":4},{"name":"bare","mode":"all","native":false,"permission":[],"options":{}}]"##
+        );
     }
 }

@@ -19,6 +19,8 @@ use opencode_config::Paths;
 use opencode_session_store::Project;
 use opencode_session_store::ProjectTime;
 use opencode_session_store::Store;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
 
 use crate::error::ApiError;
 
@@ -54,6 +56,11 @@ impl Instance {
     /// Forgets the loaded configuration (and the catalog built from it): the next use reloads.
     pub fn invalidate(&self) {
         *self.config.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// The agents of this directory's configuration: the one model the runtime and the tool host use.
+    pub fn agents(&self) -> Agents {
+        Agents::from_config(&AgentDirs::standard(&self.paths), &self.config().config)
     }
 
     /// The catalog with this directory's configuration applied (loaded on first use; blocking).

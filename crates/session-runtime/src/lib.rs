@@ -39,7 +39,6 @@
 //! # }
 //! ```
 
-mod agent;
 pub mod compaction;
 mod coordinator;
 mod defaults;
@@ -57,9 +56,6 @@ mod store;
 mod title;
 mod tools;
 
-pub use agent::AgentProfile;
-pub use agent::AgentSet;
-pub use agent::DEFAULT_AGENT;
 pub use compaction::CompactionSettings;
 pub use coordinator::DrainOutcome;
 pub use defaults::PROVIDER_PRIORITY;
@@ -80,6 +76,8 @@ pub use location::Location;
 pub use location::LocationFactory;
 pub use location::StandardLocations;
 pub use opencode_session_store::Delivery;
+pub use opencode_tool_registry::Agent;
+pub use opencode_tool_registry::Agents;
 pub use registry::RegistryTools;
 pub use runner::DEFAULT_SYSTEM_PROMPT;
 pub use runner::MAX_STEPS_PROMPT;

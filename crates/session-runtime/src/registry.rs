@@ -1,6 +1,7 @@
 //! The adapter from the runner's [`ToolHost`] seam to `opencode-tool-registry`: definitions per
 //! agent, and execution through the registry (bounding, managed output files, Location authority,
-//! permissions asked under the issuing turn's agent, doom-loop detection).
+//! permissions asked under the issuing turn's agent, doom-loop detection). The agent is the runtime's
+//! own [`Agent`] (one model): its permission ruleset is what the registry enforces.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,8 +14,7 @@ use opencode_mcp::McpManager;
 use opencode_mcp::McpOptions;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
-use opencode_tool_registry::AgentDirs;
-use opencode_tool_registry::Agents;
+use opencode_tool_registry::Agent;
 use opencode_tool_registry::Lsp;
 use opencode_tool_registry::NoProgress;
 use opencode_tool_registry::OutputStore;
@@ -24,7 +24,6 @@ use opencode_tool_registry::ToolCall;
 use opencode_tool_registry::ToolContext;
 use opencode_tool_registry::ToolRegistry;
 
-use crate::agent::AgentProfile;
 use crate::error::Result;
 use crate::error::RuntimeError;
 use crate::tools::ToolHost;
@@ -37,7 +36,6 @@ use crate::tools::ToolStatus;
 #[derive(Debug, Clone)]
 pub struct RegistryTools {
     registry: Arc<ToolRegistry>,
-    agents: Arc<Agents>,
     permissions: Arc<Permissions>,
     /// The Location's MCP servers (absent when none is configured); their tools join the registry
     /// as each server becomes ready, and the servers stop when the last clone is dropped.
@@ -45,17 +43,17 @@ pub struct RegistryTools {
 }
 
 impl RegistryTools {
-    pub fn new(registry: Arc<ToolRegistry>, agents: Arc<Agents>, permissions: Arc<Permissions>) -> Self {
-        Self { registry, agents, permissions, mcp: None }
+    pub fn new(registry: Arc<ToolRegistry>, permissions: Arc<Permissions>) -> Self {
+        Self { registry, permissions, mcp: None }
     }
 
     /// The standard tools of `directory` (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`,
-    /// `list`, `bash`, `webfetch`, and plan mode's `plan_enter`/`plan_exit`), with OpenCode's agents
-    /// and `config`'s permissions. `websearch` is absent (no search backend is configured; the
-    /// registry says so when it is called). `lsp` is offered when config `lsp` names servers; the
-    /// config's `mcp` servers connect in the background and their `<server>_<tool>` tools join as
-    /// each becomes ready. `permissions` holds pending requests; share one across Locations so a
-    /// client can answer them.
+    /// `list`, `bash`, `webfetch`, and plan mode's `plan_enter`/`plan_exit`), checked against the
+    /// permissions of the calling turn's agent. `websearch` is absent (no search backend is
+    /// configured; the registry says so when it is called). `lsp` is offered when config `lsp` names
+    /// servers; the config's `mcp` servers connect in the background and their `<server>_<tool>`
+    /// tools join as each becomes ready. `permissions` holds pending requests; share one across
+    /// Locations so a client can answer them.
     pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
         let tool_output = paths.tool_output_dir();
         let location = opencode_tool_registry::Location::new(directory, &tool_output)
@@ -85,15 +83,7 @@ impl RegistryTools {
             mcp.attach(&registry);
             mcp
         });
-        let dirs = AgentDirs {
-            tool_output,
-            tmp: Some(std::env::temp_dir()),
-            plans: paths.plans_dir(),
-            skills: Vec::new(),
-            home: None,
-        };
-        let agents = Agents::new(&dirs, config.permission.as_ref(), &config.agent);
-        Ok(Self { mcp, ..Self::new(registry, Arc::new(agents), permissions) })
+        Ok(Self { mcp, ..Self::new(registry, permissions) })
     }
 
     /// The registry, for registering further tools (those that need services, e.g. `todowrite`).
@@ -103,20 +93,17 @@ impl RegistryTools {
 }
 
 impl ToolHost for RegistryTools {
-    fn definitions(&self, agent: &AgentProfile) -> Vec<ToolDefinition> {
-        self.agents.get(&agent.name).map(|agent| self.registry.definitions(&agent)).unwrap_or_default()
+    fn definitions(&self, agent: &Agent) -> Vec<ToolDefinition> {
+        self.registry.definitions(agent)
     }
 
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
-            let Some(agent) = self.agents.get(&ctx.agent.name) else {
-                return ToolResult::error(format!("agent {} is not known to the tool registry", ctx.agent.name));
-            };
             let context = ToolContext {
                 session_id: ctx.session_id.clone(),
                 message_id: ctx.message_id.clone(),
                 call_id: ctx.call_id.clone(),
-                agent,
+                agent: Arc::clone(&ctx.agent),
                 location: Arc::clone(self.registry.location()),
                 cancel: ctx.cancel.clone(),
                 permissions: Arc::clone(&self.permissions),

@@ -51,6 +51,7 @@ use opencode_system_context::Prepared;
 use opencode_system_context::Replacement;
 use opencode_system_context::Snapshot;
 use opencode_system_context::prepare_epoch;
+use opencode_tool_registry::Agent;
 use opencode_tool_registry::tools::plan::AgentSwitch;
 use serde_json::Value;
 use serde_json::json;
@@ -58,7 +59,6 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::agent::AgentProfile;
 use crate::compaction;
 use crate::coordinator::DrainOutcome;
 use crate::epoch::SessionEpochs;
@@ -182,7 +182,7 @@ impl Runner {
         self.recover().await?;
         let location = self.inner.location(&session.directory)?;
         if compact {
-            let agent = self.inner.agents.get(session.agent.as_deref())?;
+            let agent = self.inner.agent(session.agent.as_deref())?;
             let model = self.model(&session, &agent)?;
             self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
         }
@@ -194,7 +194,7 @@ impl Runner {
             }
             if self.inner.coordinator.take_compact(&self.session_id) {
                 let session = self.session().await?;
-                let agent = self.inner.agents.get(session.agent.as_deref())?;
+                let agent = self.inner.agent(session.agent.as_deref())?;
                 let model = self.model(&session, &agent)?;
                 self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
             }
@@ -250,7 +250,7 @@ impl Runner {
         if session.directory != location.directory.display().to_string() {
             return Err(Stop::Failed(RuntimeError::Moved { session: session.id, directory: session.directory }));
         }
-        let agent = self.inner.agents.get(session.agent.as_deref())?;
+        let agent = self.inner.agent(session.agent.as_deref())?;
         let model = self.model(&session, &agent)?;
         let span = tracing::info_span!(
             "session.turn",
@@ -293,7 +293,7 @@ impl Runner {
     async fn provider_turn(
         &self,
         location: &Arc<Location>,
-        agent: &Arc<AgentProfile>,
+        agent: &Arc<Agent>,
         model: &TurnModel,
         step: u32,
     ) -> Flow<bool> {
@@ -362,7 +362,7 @@ impl Runner {
     fn request(
         &self,
         location: &Location,
-        agent: &AgentProfile,
+        agent: &Agent,
         model: &TurnModel,
         baseline: &str,
         messages: Vec<Message>,
@@ -394,7 +394,7 @@ impl Runner {
     async fn stream(
         &self,
         location: &Arc<Location>,
-        agent: &Arc<AgentProfile>,
+        agent: &Arc<Agent>,
         model: &TurnModel,
         message: &AssistantMessage,
         turn: &TurnInfo,
@@ -519,7 +519,7 @@ impl Runner {
     fn settle(
         &self,
         location: Arc<Location>,
-        agent: Arc<AgentProfile>,
+        agent: Arc<Agent>,
         turn: TurnInfo,
         part: Part,
         mut call: ToolInvocation,
@@ -561,7 +561,7 @@ impl Runner {
     }
 
     /// Promotes admitted input at this boundary; returns how many prompts became history.
-    async fn promote(&self, promotion: Promotion, agent: &AgentProfile, model: &TurnModel) -> Flow<usize> {
+    async fn promote(&self, promotion: Promotion, agent: &Agent, model: &TurnModel) -> Flow<usize> {
         let store = Arc::clone(&self.inner.store);
         let session = self.session_id.clone();
         let (agent, model) = (agent.name.clone(), model.reference());
@@ -660,7 +660,7 @@ impl Runner {
     /// Writes a new assistant message for this turn (with its step-start part).
     async fn begin_assistant(
         &self,
-        agent: &AgentProfile,
+        agent: &Agent,
         model: &TurnModel,
         parent: Option<String>,
     ) -> Flow<AssistantMessage> {
@@ -776,7 +776,7 @@ impl Runner {
     async fn compact(
         &self,
         location: &Arc<Location>,
-        agent: &AgentProfile,
+        agent: &Agent,
         model: &TurnModel,
         reason: CompactionReason,
     ) -> Flow<bool> {
@@ -788,7 +788,7 @@ impl Runner {
     async fn compact_inner(
         &self,
         location: &Arc<Location>,
-        agent: &AgentProfile,
+        agent: &Agent,
         model: &TurnModel,
         reason: CompactionReason,
     ) -> Flow<bool> {
@@ -900,7 +900,7 @@ impl Runner {
         Ok((text, usage))
     }
 
-    fn model(&self, session: &Session, agent: &AgentProfile) -> Result<TurnModel> {
+    fn model(&self, session: &Session, agent: &Agent) -> Result<TurnModel> {
         let (provider, model, variant) = match (&session.model, &agent.model, &self.inner.config.model) {
             (Some(chosen), _, _) => (chosen.provider_id.clone(), chosen.id.clone(), chosen.variant.clone()),
             (None, Some(reference), _) | (None, None, Some(reference)) => {

@@ -23,9 +23,11 @@ use opencode_session_store::Session;
 use opencode_session_store::SessionInput;
 use opencode_session_store::SessionModel;
 use opencode_session_store::Store;
+use opencode_tool_registry::Agent;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
 use tokio::sync::broadcast;
 
-use crate::agent::AgentSet;
 use crate::compaction::CompactionSettings;
 use crate::coordinator::Coordinator;
 use crate::coordinator::DrainOutcome;
@@ -195,7 +197,7 @@ impl RuntimeBuilder {
             .locations
             .unwrap_or_else(|| Arc::new(StandardLocations::new(&self.config, self.paths.clone(), self.env.clone())));
         let inner = Arc::new(Inner {
-            agents: AgentSet::from_config(&self.config),
+            agents: Arc::new(Agents::from_config(&AgentDirs::standard(&self.paths), &self.config)),
             compaction: CompactionSettings::from_config(&self.config),
             auth: AuthStore::new(self.paths.auth_file(), &self.env),
             store: self.store,
@@ -305,7 +307,7 @@ impl SessionRuntime {
             return Err(RuntimeError::InvalidPrompt("the prompt has neither text nor files".to_owned()));
         }
         if let Some(agent) = &request.agent {
-            self.inner.agents.get(Some(agent))?;
+            self.inner.agent(Some(agent))?;
         }
         if let Some(model) = &request.model {
             self.inner.catalog.model(&model.provider, &model.model)?;
@@ -397,7 +399,9 @@ pub(crate) struct Inner {
     pub(crate) config: Arc<Config>,
     pub(crate) env: Env,
     pub(crate) auth: AuthStore,
-    pub(crate) agents: AgentSet,
+    /// The one agent model: the runner reads prompts, models and step allowances from it, the tool
+    /// host the same agent's permissions.
+    pub(crate) agents: Arc<Agents>,
     pub(crate) compaction: CompactionSettings,
     location_factory: Arc<dyn LocationFactory>,
     locations: Mutex<HashMap<PathBuf, Arc<Location>>>,
@@ -414,6 +418,14 @@ impl Inner {
     /// first provider with credentials.
     pub(crate) fn default_model(&self) -> Option<ModelChoice> {
         crate::defaults::default_model(&self.catalog, &self.config, &self.auth, &self.env)
+    }
+
+    /// The agent named `name`, or the session default (`default_agent` when selectable, else `build`).
+    pub(crate) fn agent(&self, name: Option<&str>) -> Result<Arc<Agent>> {
+        self.agents.resolve(name).ok_or_else(|| RuntimeError::UnknownAgent {
+            name: name.unwrap_or(opencode_tool_registry::DEFAULT_AGENT).to_owned(),
+            known: self.agents.iter().map(|agent| agent.name.as_str()).collect::<Vec<_>>().join(", "),
+        })
     }
 }
 

@@ -14,11 +14,10 @@ use opencode_config::ToolOutputConfig;
 use opencode_llm::ToolDefinition;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
+use opencode_tool_registry::Agent;
 use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-
-use crate::agent::AgentProfile;
 
 /// A local tool call the model made.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +35,7 @@ pub struct ToolRunContext {
     /// The assistant message that issued the call.
     pub message_id: String,
     pub call_id: String,
-    pub agent: Arc<AgentProfile>,
+    pub agent: Arc<Agent>,
     /// The session's Location directory.
     pub directory: PathBuf,
     /// Cancelled when the drain is interrupted; the call should stop and settle as interrupted.
@@ -87,7 +86,7 @@ impl ToolResult {
 /// A Location's tools as the runner sees them.
 pub trait ToolHost: Send + Sync {
     /// The tools the model may call under `agent`.
-    fn definitions(&self, agent: &AgentProfile) -> Vec<ToolDefinition>;
+    fn definitions(&self, agent: &Agent) -> Vec<ToolDefinition>;
 
     /// Runs one call and settles it; never fails (unknown tools and bad input settle as errors).
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult>;
@@ -104,7 +103,7 @@ pub trait ToolHost: Send + Sync {
 pub struct NoTools;
 
 impl ToolHost for NoTools {
-    fn definitions(&self, _agent: &AgentProfile) -> Vec<ToolDefinition> {
+    fn definitions(&self, _agent: &Agent) -> Vec<ToolDefinition> {
         Vec::new()
     }
 
@@ -156,7 +155,7 @@ impl FnTools {
 }
 
 impl ToolHost for FnTools {
-    fn definitions(&self, _agent: &AgentProfile) -> Vec<ToolDefinition> {
+    fn definitions(&self, _agent: &Agent) -> Vec<ToolDefinition> {
         self.tools.values().map(|(definition, _)| definition.clone()).collect()
     }
 

@@ -2,6 +2,9 @@
 //! `summary`), custom agents from configuration and `agent/*.md` files, and each one's permission
 //! ruleset, layered as OpenCode does: defaults, then the agent's own, then the user's `permission`,
 //! then `agent.<name>.permission`.
+//!
+//! This is the one agent model: the tool host reads an agent's permission ruleset, and the session
+//! runtime reads the same [`Agent`] for its prompt, model, generation controls and step allowance.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -10,6 +13,8 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use opencode_config::AgentConfig;
 use opencode_config::AgentMode;
+use opencode_config::Config;
+use opencode_config::Paths;
 use opencode_config::PermissionAction;
 use opencode_config::PermissionConfig;
 use serde_json::Map;
@@ -18,6 +23,9 @@ use serde_json::Value;
 use crate::permission::Rule;
 use crate::permission::Ruleset;
 use crate::permission::permission_of_tool;
+
+/// The agent a session starts with when neither the session nor `default_agent` names one.
+pub const DEFAULT_AGENT: &str = "build";
 
 /// A resolved agent. Tool calls keep the `Arc<Agent>` of the provider turn that issued them.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,14 +36,19 @@ pub struct Agent {
     /// Built into OpenCode (not user-defined).
     pub native: bool,
     pub hidden: bool,
+    /// `provider/model`: overrides the configured model for this agent's turns.
     pub model: Option<String>,
+    /// Catalog variant of `model` (only applied together with `model`).
     pub variant: Option<String>,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
+    /// Replaces the default provider prompt as the first system part.
     pub prompt: Option<String>,
     pub color: Option<String>,
+    /// Maximum provider turns per promoted input; the last one is text-only.
     pub steps: Option<u32>,
     pub permission: Ruleset,
+    /// Provider options (`options` plus unknown keys of the agent's configuration).
     pub options: Map<String, Value>,
 }
 
@@ -54,16 +67,48 @@ pub struct AgentDirs {
     pub home: Option<String>,
 }
 
+impl AgentDirs {
+    /// The directories of `paths`: managed tool output, plans, and the system temporary directory.
+    pub fn standard(paths: &Paths) -> Self {
+        Self {
+            tool_output: paths.tool_output_dir(),
+            tmp: Some(std::env::temp_dir()),
+            plans: paths.plans_dir(),
+            skills: Vec::new(),
+            home: None,
+        }
+    }
+}
+
 /// Every agent available in a Location, in definition order.
 #[derive(Debug, Clone)]
 pub struct Agents {
     agents: IndexMap<String, Arc<Agent>>,
+    /// `default_agent` from configuration, honoured by [`Agents::resolve`] when it is selectable.
+    preferred: Option<String>,
 }
 
 impl Agents {
     /// Built-in agents plus `configs` (from `opencode.json` `agent` and agent markdown files), with
     /// the user's top-level `permission` layered over every agent.
     pub fn new(dirs: &AgentDirs, user: Option<&PermissionConfig>, configs: &IndexMap<String, AgentConfig>) -> Self {
+        Self::layered(dirs, user, configs)
+    }
+
+    /// The agents of a whole configuration: built-ins, then the deprecated `mode.<name>` entries and
+    /// `agent.<name>` entries in that order (an entry in both is applied twice, `agent` last), the
+    /// top-level `permission` over every agent, and `default_agent` for [`Agents::resolve`].
+    pub fn from_config(dirs: &AgentDirs, config: &Config) -> Self {
+        let mut agents = Self::layered(dirs, config.permission.as_ref(), config.mode.iter().chain(&config.agent));
+        agents.preferred.clone_from(&config.default_agent);
+        agents
+    }
+
+    fn layered<'a>(
+        dirs: &AgentDirs,
+        user: Option<&PermissionConfig>,
+        configs: impl IntoIterator<Item = (&'a String, &'a AgentConfig)>,
+    ) -> Self {
         let defaults = default_rules(dirs);
         let user = user.map(|config| Ruleset::from_config(config, dirs.home.as_deref())).unwrap_or_default();
         let mut agents = IndexMap::new();
@@ -90,7 +135,7 @@ impl Agents {
             });
             agent.apply(config, dirs.home.as_deref());
         }
-        Self { agents: agents.into_iter().map(|(name, agent)| (name, Arc::new(agent))).collect() }
+        Self { agents: agents.into_iter().map(|(name, agent)| (name, Arc::new(agent))).collect(), preferred: None }
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Agent>> {
@@ -106,9 +151,18 @@ impl Agents {
         preferred
             .and_then(|name| self.agents.get(name))
             .filter(|agent| agent.mode != AgentMode::Subagent && !agent.hidden)
-            .or_else(|| self.agents.get("build"))
+            .or_else(|| self.agents.get(DEFAULT_AGENT))
             .or_else(|| self.agents.values().find(|agent| agent.mode != AgentMode::Subagent && !agent.hidden))
             .cloned()
+    }
+
+    /// The agent named `name`, or the session default when `None` (see [`Agents::default_agent`],
+    /// preferring the configuration's `default_agent`). `None` when there is no such agent.
+    pub fn resolve(&self, name: Option<&str>) -> Option<Arc<Agent>> {
+        match name {
+            Some(name) => self.get(name),
+            None => self.default_agent(self.preferred.as_deref()),
+        }
     }
 
     /// Agents the `task` tool may delegate to: not primary-only, not hidden.
@@ -236,5 +290,54 @@ fn builtin_description(name: &str) -> Option<&'static str> {
              patterns, search code for keywords, or answer questions about the codebase.",
         ),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly by design")]
+
+    use super::*;
+
+    fn config(value: Value) -> Config {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn from_config_layers_mode_then_agent_entries_over_builtins() {
+        let config = config(serde_json::json!({
+            "mode": {"build": {"steps": 2, "prompt": "From mode."}},
+            "agent": {"build": {"prompt": "Be terse."}, "reviewer": {"model": "openai/gpt-5", "top_p": 0.5},
+                      "plan": {"disable": true}}
+        }));
+        let agents = Agents::from_config(&AgentDirs::default(), &config);
+        let build = agents.resolve(None).unwrap();
+        assert_eq!((build.name.as_str(), build.steps, build.prompt.as_deref()), ("build", Some(2), Some("Be terse.")));
+        let reviewer = agents.resolve(Some("reviewer")).unwrap();
+        assert_eq!(
+            (reviewer.model.as_deref(), reviewer.top_p, reviewer.native),
+            (Some("openai/gpt-5"), Some(0.5), false)
+        );
+        assert!(agents.resolve(Some("plan")).is_none());
+    }
+
+    #[test]
+    fn resolve_prefers_a_selectable_default_agent() {
+        let pick = |value: Value| {
+            let agents = Agents::from_config(&AgentDirs::default(), &config(value));
+            agents.resolve(None).map(|agent| agent.name.clone())
+        };
+        assert_eq!(pick(serde_json::json!({"default_agent": "plan"})).as_deref(), Some("plan"));
+        assert_eq!(pick(serde_json::json!({"default_agent": "explore"})).as_deref(), Some(DEFAULT_AGENT));
+        assert_eq!(pick(serde_json::json!({"default_agent": "missing"})).as_deref(), Some(DEFAULT_AGENT));
+        let plain = Agents::new(&AgentDirs::default(), None, &IndexMap::new());
+        assert_eq!(plain.resolve(None).map(|agent| agent.name.clone()).as_deref(), Some(DEFAULT_AGENT));
+    }
+
+    #[test]
+    fn standard_dirs_follow_paths() {
+        let paths = Paths::under(Path::new("/d"));
+        let dirs = AgentDirs::standard(&paths);
+        assert_eq!((dirs.tool_output, dirs.plans), (paths.tool_output_dir(), paths.plans_dir()));
     }
 }

@@ -30,6 +30,7 @@ pub mod tools;
 pub use agent::Agent;
 pub use agent::AgentDirs;
 pub use agent::Agents;
+pub use agent::DEFAULT_AGENT;
 pub use diff::FileDiff;
 pub use error::PermissionFailure;
 pub use error::RegistryError;

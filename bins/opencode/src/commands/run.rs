@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use opencode_session_runtime::{DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime};
 use opencode_session_store::{NewSession, Session, SessionQuery, Store, Tokens};
-use opencode_tool_registry::{PendingEvent, PendingKind, PendingRequest, Permissions, Reply};
+use opencode_tool_registry::{AgentDirs, Agents, PendingEvent, PendingKind, PendingRequest, Permissions, Reply};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::output::Printer;
@@ -238,9 +238,12 @@ pub fn latest_session(store: &Store, directory: &Path) -> Result<Option<Session>
     Ok(store.read(|r| r.list_sessions(&query))?.sessions.into_iter().next())
 }
 
+/// Whether the agent the run uses (`--agent`, else the default agent) names its own model, as the
+/// runtime resolves it.
 fn agent_has_model(context: &Context, agent: Option<&str>) -> bool {
-    let config = &context.loaded.config;
-    config.agent.get(agent.unwrap_or(opencode_session_runtime::DEFAULT_AGENT)).is_some_and(|a| a.model.is_some())
+    let dirs = AgentDirs::standard(&context.paths);
+    let agents = Agents::from_config(&dirs, &context.loaded.config);
+    agents.resolve(agent).is_some_and(|agent| agent.model.is_some())
 }
 
 /// The model a variant applies to (-m, else the session's, config's or the default model), with it;

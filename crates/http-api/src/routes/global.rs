@@ -182,7 +182,7 @@ async fn provider_list(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Va
 }
 
 async fn agents(Dir(i): Dir) -> Result<Json<Vec<Value>>, ApiError> {
-    blocking(move || Ok(Json(catalog_json::agents(&i.config().config)))).await
+    blocking(move || Ok(Json(catalog_json::agents(&i.agents(), &i.config().config)))).await
 }
 
 async fn project_agents(
@@ -194,5 +194,5 @@ async fn project_agents(
     s.read(move |r| r.project(&lookup))
         .await?
         .ok_or_else(|| ApiError::not_found(format!("project {project} not found")))?;
-    blocking(move || Ok(Json(catalog_json::agents(&i.config().config)))).await
+    blocking(move || Ok(Json(catalog_json::agents(&i.agents(), &i.config().config)))).await
 }

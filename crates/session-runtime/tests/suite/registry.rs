@@ -139,3 +139,74 @@ async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_
     let epoch = store.read(|r| r.active_epoch(&session.id)).unwrap().unwrap();
     assert_eq!((epoch.epoch, epoch.agent.as_str()), (2, "build"), "the agent switch starts a new context epoch");
 }
+
+#[tokio::test]
+async fn a_config_agent_is_one_agent_for_the_provider_request_and_the_tool_permissions() {
+    let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(project.path().join("open.txt"), "one\n").unwrap();
+    std::fs::write(project.path().join("locked.txt"), "one\n").unwrap();
+    let models = json!({"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}},
+                        "m2": {"tool_call": true, "temperature": true, "limit": {"context": 200000, "output": 8000}}});
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
+                              "options": {"baseURL": format!("{}/v1", mock.base_url())}, "models": models}},
+        "agent": {"reviewer": {
+            "model": "mock/m2", "prompt": "You review carefully.", "temperature": 0.25,
+            "permission": {"bash": "deny", "edit": {"*": "allow", "locked.txt": "deny"}}
+        }}
+    }))
+    .unwrap();
+    let paths = Paths::under(data.path());
+    let permissions = Arc::new(Permissions::in_memory());
+    let (tool_config, tool_paths) = (config.clone(), paths.clone());
+    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
+        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&permissions))?))
+    });
+    let runtime = SessionRuntime::builder(
+        Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
+        opencode_llm::LlmClient::new().unwrap(),
+        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
+        Arc::new(config),
+        paths,
+    )
+    .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
+    .build();
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    mock.push_all([
+        super::support::tool_calls(&[
+            ("call_1", "edit", json!({"filePath": "open.txt", "oldString": "one", "newString": "two"})),
+            ("call_2", "edit", json!({"filePath": "locked.txt", "oldString": "one", "newString": "two"})),
+            ("call_3", "bash", json!({"command": "echo hi > bash.txt", "description": "write"})),
+        ]),
+        text("Reviewed."),
+    ]);
+    let mut request = PromptRequest::text(&session.id, "Review");
+    request.agent = Some("reviewer".into());
+    let result = runtime.run(request).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    // The runtime's view: the agent's model, prompt and temperature shape the provider request.
+    let first = mock.requests()[0].body_json().unwrap();
+    assert_eq!((first["model"].as_str(), first["temperature"].as_f64()), (Some("m2"), Some(0.25)));
+    assert_eq!(first["messages"][0]["role"], "system");
+    assert!(first["messages"][0]["content"].to_string().contains("You review carefully."), "{}", first["messages"][0]);
+    // The tool host's view of the same agent: `bash` denied by `*` is hidden, `edit` is offered and
+    // its per-pattern rule decides each call.
+    let tools: Vec<&str> =
+        first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"edit") && !tools.contains(&"bash"), "{tools:?}");
+    assert_eq!(std::fs::read_to_string(project.path().join("open.txt")).unwrap(), "two\n");
+    assert_eq!(std::fs::read_to_string(project.path().join("locked.txt")).unwrap(), "one\n");
+    assert!(!project.path().join("bash.txt").exists());
+    let second = requests(&mock).pop().unwrap();
+    let results: Vec<String> =
+        second.iter().filter(|m| m["role"] == "tool").map(|m| m["content"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(results.len(), 3, "{results:?}");
+    assert_eq!(results[0], "Edit applied successfully.");
+    assert!(results[1].contains("edit locked.txt deny"), "{results:?}");
+    assert!(results[2].contains("unavailable tool 'bash'"), "{results:?}");
+}
