@@ -15,6 +15,8 @@ use opencode_mcp::McpOptions;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
 use opencode_tool_registry::Agent;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
 use opencode_tool_registry::Lsp;
 use opencode_tool_registry::NoProgress;
 use opencode_tool_registry::OutputStore;
@@ -37,6 +39,9 @@ use crate::tools::ToolStatus;
 pub struct RegistryTools {
     registry: Arc<ToolRegistry>,
     permissions: Arc<Permissions>,
+    /// The agents of the Location's own configuration, when it has one: a directory's permission
+    /// rules apply to its tools even when the runtime's agents come from another directory's config.
+    agents: Option<Arc<Agents>>,
     /// The Location's MCP servers (absent when none is configured); their tools join the registry
     /// as each server becomes ready, and the servers stop when the last clone is dropped.
     mcp: Option<McpManager>,
@@ -44,7 +49,7 @@ pub struct RegistryTools {
 
 impl RegistryTools {
     pub fn new(registry: Arc<ToolRegistry>, permissions: Arc<Permissions>) -> Self {
-        Self { registry, permissions, mcp: None }
+        Self { registry, permissions, agents: None, mcp: None }
     }
 
     /// The standard tools of `directory` (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`,
@@ -83,7 +88,13 @@ impl RegistryTools {
             mcp.attach(&registry);
             mcp
         });
-        Ok(Self { mcp, ..Self::new(registry, permissions) })
+        let agents = Some(Arc::new(Agents::from_config(&AgentDirs::standard(paths), config)));
+        Ok(Self { agents, mcp, ..Self::new(registry, permissions) })
+    }
+
+    /// The Location's own version of the turn's agent (its permission rules), if it has one.
+    fn local(&self, agent: &Agent) -> Option<Arc<Agent>> {
+        self.agents.as_ref().and_then(|agents| agents.get(&agent.name))
     }
 
     /// The registry, for registering further tools (those that need services, e.g. `todowrite`).
@@ -94,7 +105,10 @@ impl RegistryTools {
 
 impl ToolHost for RegistryTools {
     fn definitions(&self, agent: &Agent) -> Vec<ToolDefinition> {
-        self.registry.definitions(agent)
+        match self.local(agent) {
+            Some(local) => self.registry.definitions(&local),
+            None => self.registry.definitions(agent),
+        }
     }
 
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
@@ -103,7 +117,7 @@ impl ToolHost for RegistryTools {
                 session_id: ctx.session_id.clone(),
                 message_id: ctx.message_id.clone(),
                 call_id: ctx.call_id.clone(),
-                agent: Arc::clone(&ctx.agent),
+                agent: self.local(&ctx.agent).unwrap_or_else(|| Arc::clone(&ctx.agent)),
                 location: Arc::clone(self.registry.location()),
                 cancel: ctx.cancel.clone(),
                 permissions: Arc::clone(&self.permissions),
