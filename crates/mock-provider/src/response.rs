@@ -93,6 +93,19 @@ impl MockResponse {
         response
     }
 
+    /// An OpenAI Chat Completions stream answering `answer` as text, with usage (100 prompt and 10
+    /// completion tokens) and `[DONE]`: the answer most runtime, server and CLI tests script.
+    pub fn chat_text(answer: &str) -> Self {
+        use serde_json::json;
+        Self::sse([
+            json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}}]}).to_string(),
+            json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+            json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+                .to_string(),
+            "[DONE]".to_owned(),
+        ])
+    }
+
     /// A response whose body is `body` serialized compactly, with
     /// `content-type: application/json`.
     pub fn json(status: u16, body: &serde_json::Value) -> Self {

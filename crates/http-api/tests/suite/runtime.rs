@@ -109,13 +109,7 @@ pub async fn first_of(events: &mut Events, session: &str, kind: &str) -> Value {
 }
 
 pub fn text(answer: &str) -> MockResponse {
-    MockResponse::sse([
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}}]}).to_string(),
-        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
-        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
-            .to_string(),
-        "[DONE]".to_owned(),
-    ])
+    MockResponse::chat_text(answer)
 }
 
 pub fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {

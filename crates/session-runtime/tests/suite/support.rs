@@ -94,13 +94,7 @@ pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limi
 
 /// A streamed text answer.
 pub fn text(answer: &str) -> MockResponse {
-    MockResponse::sse([
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}}]}).to_string(),
-        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
-        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
-            .to_string(),
-        "[DONE]".to_owned(),
-    ])
+    MockResponse::chat_text(answer)
 }
 
 /// A streamed answer calling one tool.
