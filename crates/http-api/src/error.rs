@@ -30,9 +30,6 @@ pub enum ApiError {
     /// The body is larger than the server accepts (413 `PAYLOAD_TOO_LARGE`).
     #[error("{0}")]
     PayloadTooLarge(String),
-    /// The route exists but this server cannot serve it (501 `NOT_IMPLEMENTED`).
-    #[error("{0}")]
-    NotImplemented(String),
     /// The session runtime is not available (503 `UNAVAILABLE`).
     #[error("{0}")]
     Unavailable(String),
@@ -49,7 +46,6 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -63,7 +59,6 @@ impl ApiError {
             Self::Conflict(_) => "CONFLICT",
             Self::Unauthorized(_) => "UNAUTHORIZED",
             Self::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
-            Self::NotImplemented(_) => "NOT_IMPLEMENTED",
             Self::Unavailable(_) => "UNAVAILABLE",
             Self::Internal(_) => "INTERNAL",
         }
@@ -76,7 +71,7 @@ impl ApiError {
             Self::NotFound(_) => "NotFoundError",
             Self::Conflict(_) => "SessionBusyError",
             Self::Unauthorized(_) => "UnauthorizedError",
-            Self::NotImplemented(_) | Self::Unavailable(_) | Self::Internal(_) => "UnknownError",
+            Self::Unavailable(_) | Self::Internal(_) => "UnknownError",
         }
     }
 

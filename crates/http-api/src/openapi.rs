@@ -25,7 +25,7 @@ struct ErrorBody {
 #[allow(dead_code, reason = "schema only")]
 struct ErrorData {
     message: String,
-    /// `INVALID_INPUT`, `NOT_FOUND`, `CONFLICT`, `UNAUTHORIZED`, `PAYLOAD_TOO_LARGE`, `NOT_IMPLEMENTED`,
+    /// `INVALID_INPUT`, `NOT_FOUND`, `CONFLICT`, `UNAUTHORIZED`, `PAYLOAD_TOO_LARGE`,
     /// `UNAVAILABLE` or `INTERNAL`.
     code: String,
 }

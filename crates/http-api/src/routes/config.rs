@@ -55,6 +55,9 @@ async fn update_route(
 
 /// Validates and writes the merged file (blocking).
 fn update(instance: &Instance, patch: Map<String, Value>) -> Result<(), ApiError> {
+    if !instance.directory.is_dir() {
+        return Err(ApiError::not_found(format!("directory {} does not exist", instance.directory.display())));
+    }
     if let Some(unknown) =
         patch.keys().find(|key| *key != "$schema" && !opencode_config::KNOWN_KEYS.contains(&key.as_str()))
     {

@@ -522,7 +522,7 @@ pub(crate) async fn create(s: &AppState, instance: &Instance, body: CreateSessio
         check_id(parent, "ses", "parent session")?;
     }
     if body.workspace_id.is_some() {
-        return Err(ApiError::NotImplemented("workspaces are not supported by this server".to_owned()));
+        return Err(ApiError::bad("workspaceID: workspaces are not supported by this server; omit it"));
     }
     let directory = match body.directory {
         Some(directory) if !std::path::Path::new(&directory).is_absolute() => {

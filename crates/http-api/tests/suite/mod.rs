@@ -8,6 +8,7 @@ mod errors;
 mod events;
 mod files;
 mod find;
+mod fuzz;
 mod openapi;
 mod projects;
 mod runtime;
