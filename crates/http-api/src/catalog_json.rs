@@ -1,6 +1,11 @@
 //! The catalog in OpenCode's wire shapes: `Provider` and `Model` of `/provider` and `/config/providers`,
 //! and the agent list of `/agent`.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::PoisonError;
+
 use opencode_catalog::Catalog;
 use opencode_catalog::CredentialOrigin;
 use opencode_catalog::Model;
@@ -16,46 +21,108 @@ use serde_json::Map;
 use serde_json::Value;
 use serde_json::json;
 
-/// Every provider with whether it is usable now (has a credential) and its wire JSON.
-pub(crate) fn providers(catalog: &Catalog, config: &Config, auth: &AuthStore, env: &Env) -> Vec<(bool, Value)> {
-    catalog
-        .providers()
-        .filter(|provider| config.provider_enabled(&provider.id))
-        .map(|provider| {
-            let info = auth.get(&provider.id).ok().flatten();
-            let credential = opencode_catalog::credentials::resolve(provider, info.as_ref(), env);
-            let source = match credential.as_ref().map(|c| &c.origin) {
-                _ if provider.custom => "custom",
-                Some(CredentialOrigin::Env(_)) => "env",
-                Some(CredentialOrigin::Config) => "config",
-                Some(CredentialOrigin::AuthFile) => "api",
-                None => "api",
+/// Provider JSON rendered once per catalog and credential source: a full catalog is megabytes of
+/// JSON, and clients ask `/provider` and `/config/providers` at every start. Keyed by the catalog it
+/// was rendered from (held, so the key stays unique); a rebuilt catalog starts a new cache.
+#[derive(Default)]
+pub(crate) struct ProviderCache {
+    rendered: Mutex<Option<(Arc<Catalog>, RenderedBySource)>>,
+}
+
+/// Rendered providers by provider id and credential source.
+type RenderedBySource = HashMap<(String, &'static str), Arc<RenderedProvider>>;
+
+/// One provider's wire JSON as text, with the model `default` names for it when config names none.
+pub(crate) struct RenderedProvider {
+    pub id: String,
+    pub json: String,
+    newest_model: Option<String>,
+}
+
+impl ProviderCache {
+    /// Every enabled provider with whether it is usable now (has a credential), rendered.
+    pub(crate) fn providers(
+        &self,
+        catalog: &Arc<Catalog>,
+        config: &Config,
+        auth: &AuthStore,
+        env: &Env,
+    ) -> Vec<(bool, Arc<RenderedProvider>)> {
+        let mut guard = self.rendered.lock().unwrap_or_else(PoisonError::into_inner);
+        if !guard.as_ref().is_some_and(|(built, _)| Arc::ptr_eq(built, catalog)) {
+            *guard = Some((Arc::clone(catalog), HashMap::new()));
+        }
+        let Some((_, rendered)) = guard.as_mut() else { return Vec::new() };
+        catalog
+            .providers()
+            .filter(|provider| config.provider_enabled(&provider.id))
+            .map(|provider| {
+                let info = auth.get(&provider.id).ok().flatten();
+                let credential = opencode_catalog::credentials::resolve(provider, info.as_ref(), env);
+                let source = match credential.as_ref().map(|c| &c.origin) {
+                    _ if provider.custom => "custom",
+                    Some(CredentialOrigin::Env(_)) => "env",
+                    Some(CredentialOrigin::Config) => "config",
+                    Some(CredentialOrigin::AuthFile) | None => "api",
+                };
+                let entry = rendered
+                    .entry((provider.id.clone(), source))
+                    .or_insert_with(|| Arc::new(RenderedProvider::new(provider, source)));
+                (credential.is_some(), Arc::clone(entry))
+            })
+            .collect()
+    }
+}
+
+impl RenderedProvider {
+    fn new(provider: &Provider, source: &str) -> Self {
+        let value = provider_json(provider, source);
+        let newest_model = newest_model(&value);
+        Self { id: provider.id.clone(), json: value.to_string(), newest_model }
+    }
+}
+
+/// `{providerID: modelID}`: the configured model for its provider, else each provider's newest model.
+pub(crate) fn defaults<'a>(
+    catalog: &Catalog,
+    config: &Config,
+    providers: impl Iterator<Item = &'a RenderedProvider>,
+) -> Map<String, Value> {
+    let configured = config.model_ref();
+    providers
+        .filter_map(|provider| {
+            let chosen = match configured {
+                Some((p, m)) if p == provider.id && catalog.provider(p).is_some_and(|p| p.models.contains_key(m)) => {
+                    m.to_owned()
+                }
+                _ => provider.newest_model.clone()?,
             };
-            (credential.is_some(), provider_json(provider, source))
+            Some((provider.id.clone(), Value::String(chosen)))
         })
         .collect()
 }
 
-/// `{providerID: modelID}`: the configured model for its provider, else each provider's newest model.
-pub(crate) fn defaults<'a>(config: &Config, providers: impl Iterator<Item = &'a Value>) -> Map<String, Value> {
-    let configured = config.model_ref();
-    providers
-        .filter_map(|provider| {
-            let id = provider.get("id")?.as_str()?;
-            let models = provider.get("models")?.as_object()?;
-            let chosen = match configured {
-                Some((p, m)) if p == id && models.contains_key(m) => m.to_owned(),
-                _ => models
-                    .values()
-                    .filter(|m| m.get("status").and_then(Value::as_str) != Some("deprecated"))
-                    .max_by_key(|m| m.get("release_date").and_then(Value::as_str).unwrap_or("").to_owned())?
-                    .get("id")?
-                    .as_str()?
-                    .to_owned(),
-            };
-            Some((id.to_owned(), Value::String(chosen)))
-        })
-        .collect()
+/// A JSON array of already-rendered values.
+pub(crate) fn array<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for (index, item) in items.enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+    out
+}
+
+/// The newest model that is not deprecated.
+fn newest_model(provider: &Value) -> Option<String> {
+    let models = provider.get("models")?.as_object()?;
+    let newest = models
+        .values()
+        .filter(|m| m.get("status").and_then(Value::as_str) != Some("deprecated"))
+        .max_by_key(|m| m.get("release_date").and_then(Value::as_str).unwrap_or(""))?;
+    Some(newest.get("id")?.as_str()?.to_owned())
 }
 
 fn provider_json(provider: &Provider, source: &str) -> Value {

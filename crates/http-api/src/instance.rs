@@ -22,6 +22,7 @@ use opencode_session_store::Store;
 use opencode_tool_registry::AgentDirs;
 use opencode_tool_registry::Agents;
 
+use crate::catalog_json::ProviderCache;
 use crate::error::ApiError;
 
 pub use opencode_session_store::GLOBAL_PROJECT;
@@ -39,6 +40,8 @@ pub struct Instance {
     config: Mutex<Option<Arc<LoadedConfig>>>,
     /// The catalog with the configuration it was built from.
     catalog: Mutex<Option<BuiltCatalog>>,
+    /// The catalog's providers as `/provider` renders them.
+    pub(crate) provider_cache: ProviderCache,
     models: Arc<ModelsSource>,
 }
 
@@ -136,6 +139,7 @@ impl Instances {
             paths: self.paths.clone(),
             config: Mutex::default(),
             catalog: Mutex::default(),
+            provider_cache: ProviderCache::default(),
             models: Arc::clone(&self.models),
         });
         let mut map = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner);

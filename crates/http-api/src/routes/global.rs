@@ -3,6 +3,8 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::IntoResponse;
+use axum::response::Response;
 use opencode_config::AuthStore;
 use opencode_session_store::Project;
 use schemars::JsonSchema;
@@ -153,32 +155,43 @@ async fn config(Dir(i): Dir) -> Result<Json<Value>, ApiError> {
     Ok(Json(value))
 }
 
-async fn config_providers(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Value>, ApiError> {
+async fn config_providers(State(s): State<AppState>, Dir(i): Dir) -> Result<Response, ApiError> {
     let (env, auth) = (s.inner.env.clone(), AuthStore::new(s.inner.paths.auth_file(), &s.inner.env));
     blocking(move || {
         let (catalog, config) = (i.catalog()?, i.config());
-        let usable: Vec<Value> = catalog_json::providers(&catalog, &config.config, &auth, &env)
+        let usable: Vec<_> = i
+            .provider_cache
+            .providers(&catalog, &config.config, &auth, &env)
             .into_iter()
             .filter_map(|(connected, provider)| connected.then_some(provider))
             .collect();
-        let default = catalog_json::defaults(&config.config, usable.iter());
-        Ok(Json(json!({ "providers": usable, "default": default })))
+        let default = catalog_json::defaults(&catalog, &config.config, usable.iter().map(AsRef::as_ref));
+        let providers = catalog_json::array(usable.iter().map(|p| p.json.as_str()));
+        Ok(json_text(format!(r#"{{"providers":{providers},"default":{}}}"#, Value::Object(default))))
     })
     .await
 }
 
-async fn provider_list(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Value>, ApiError> {
+async fn provider_list(State(s): State<AppState>, Dir(i): Dir) -> Result<Response, ApiError> {
     let (env, auth) = (s.inner.env.clone(), AuthStore::new(s.inner.paths.auth_file(), &s.inner.env));
     blocking(move || {
         let (catalog, config) = (i.catalog()?, i.config());
-        let all = catalog_json::providers(&catalog, &config.config, &auth, &env);
-        let connected: Vec<&str> =
-            all.iter().filter(|(c, _)| *c).filter_map(|(_, p)| p.get("id").and_then(Value::as_str)).collect();
-        let default = catalog_json::defaults(&config.config, all.iter().map(|(_, p)| p));
-        let providers: Vec<&Value> = all.iter().map(|(_, p)| p).collect();
-        Ok(Json(json!({ "all": providers, "default": default, "connected": connected })))
+        let all = i.provider_cache.providers(&catalog, &config.config, &auth, &env);
+        let connected: Vec<&str> = all.iter().filter(|(c, _)| *c).map(|(_, p)| p.id.as_str()).collect();
+        let default = catalog_json::defaults(&catalog, &config.config, all.iter().map(|(_, p)| p.as_ref()));
+        let providers = catalog_json::array(all.iter().map(|(_, p)| p.json.as_str()));
+        Ok(json_text(format!(
+            r#"{{"all":{providers},"default":{},"connected":{}}}"#,
+            Value::Object(default),
+            json!(connected)
+        )))
     })
     .await
+}
+
+/// A response whose JSON body was assembled from pre-rendered parts.
+fn json_text(body: String) -> Response {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 async fn agents(Dir(i): Dir) -> Result<Json<Vec<Value>>, ApiError> {
