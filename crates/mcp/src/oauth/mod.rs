@@ -288,3 +288,34 @@ fn with_headers(mut request: reqwest::RequestBuilder, headers: &IndexMap<String,
     }
     request
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(oauth: serde_json::Value) -> Result<OAuthTarget, McpError> {
+        let mut entry = serde_json::json!({"type": "remote", "url": "https://x.test/mcp"});
+        if !oauth.is_null() {
+            entry["oauth"] = oauth;
+        }
+        let entry: McpConfig = serde_json::from_value(entry).unwrap();
+        OAuthTarget::from_config("docs", &entry)
+    }
+
+    #[test]
+    fn oauth_config_maps_to_settings_like_opencode() {
+        let default = target(serde_json::Value::Null).unwrap().settings;
+        assert_eq!(default.redirect_uri, "http://127.0.0.1:19876/mcp/oauth/callback");
+        assert_eq!(target(serde_json::json!(true)).unwrap().settings, default);
+        assert!(matches!(target(serde_json::json!(false)), Err(McpError::Config { .. })));
+        let custom = target(serde_json::json!({
+            "clientId": "id", "clientSecret": "secret", "scope": "a b", "redirectUri": "http://localhost:1234/cb"
+        }))
+        .unwrap()
+        .settings;
+        assert_eq!(custom.client_id.as_deref(), Some("id"));
+        assert_eq!(custom.client_secret.as_deref(), Some("secret"));
+        assert_eq!(custom.scope.as_deref(), Some("a b"));
+        assert_eq!(custom.redirect_uri, "http://localhost:1234/cb");
+    }
+}
