@@ -96,6 +96,26 @@ pub enum McpCommand {
     List,
     /// Add an MCP server to the project config (or the global one with --global).
     Add(McpAddArgs),
+    /// Sign in to a remote MCP server with OAuth: prints the authorization URL, opens the browser
+    /// and waits for it to come back.
+    Auth(McpAuthArgs),
+    /// Remove a server's stored OAuth credentials.
+    Logout {
+        /// The server name.
+        name: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct McpAuthArgs {
+    /// The server name (a remote server in the `mcp` config).
+    pub name: String,
+    /// Only print the authorization URL; do not try to open a browser.
+    #[arg(long)]
+    pub no_browser: bool,
+    /// Seconds to wait for the browser to come back.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
 }
 
 #[derive(Debug, clap::Args)]

@@ -206,9 +206,51 @@ pub enum McpServerConfig {
         enabled: Option<bool>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout: Option<u64>,
+        /// OAuth settings, or `false` to never attempt OAuth (e.g. an API key in `headers`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        oauth: Option<Value>,
+        oauth: Option<McpOAuth>,
     },
+}
+
+/// `mcp.<name>.oauth`: `false` disables OAuth for the server; an object configures it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpOAuth {
+    /// `false` disables OAuth; `true` is the same as `{}`.
+    Enabled(bool),
+    /// Boxed: most entries have none, and `McpConfig` stays small.
+    Config(Box<McpOAuthConfig>),
+}
+
+impl McpOAuth {
+    /// The settings when OAuth is enabled (`{}`-defaults for `true`), `None` for `false`.
+    pub fn settings(&self) -> Option<McpOAuthConfig> {
+        match self {
+            Self::Enabled(false) => None,
+            Self::Enabled(true) => Some(McpOAuthConfig::default()),
+            Self::Config(config) => Some(McpOAuthConfig::clone(config)),
+        }
+    }
+}
+
+/// OAuth settings of a remote MCP server. Without `clientId` the client registers itself
+/// dynamically (RFC 7591).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpOAuthConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Space-separated scopes to request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Port of the local callback (default 19876).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_port: Option<u16>,
+    /// The full redirect URI (default `http://127.0.0.1:<callbackPort>/mcp/oauth/callback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
 }
 
 /// `plugin[]`: a package or path, optionally with options (`["name", {...}]`).

@@ -22,9 +22,9 @@ mod tool_output;
 pub use agent::{AgentConfig, AgentMode};
 pub use auth::{AuthEntry, AuthInfo, AuthStore, write_private};
 pub use config::{
-    Autoupdate, CommandConfig, CompactionConfig, Config, EnterpriseConfig, KNOWN_KEYS, McpConfig, McpServerConfig,
-    NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig, ServerConfig, ShareMode, SkillsConfig,
-    WatcherConfig,
+    Autoupdate, CommandConfig, CompactionConfig, Config, EnterpriseConfig, KNOWN_KEYS, McpConfig, McpOAuth,
+    McpOAuthConfig, McpServerConfig, NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig, ServerConfig,
+    ShareMode, SkillsConfig, WatcherConfig,
 };
 pub use env::Env;
 pub use error::{ConfigError, ConfigWarning};

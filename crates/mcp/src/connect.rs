@@ -1,6 +1,8 @@
 //! Connecting to one server: a local server is a child process in its own process group speaking
-//! MCP over stdio; a remote server is reached over streamable HTTP. The handshake and the first tool
-//! listing share one deadline.
+//! MCP over stdio; a remote server is reached over streamable HTTP, falling back to the legacy
+//! HTTP+SSE transport when the POST is refused, with stored OAuth tokens as `Authorization: Bearer`
+//! (refreshed when expired, and once more on a 401). The handshake and the first tool listing share
+//! one deadline.
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -18,6 +20,7 @@ use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::model::ClientConfig;
 use rmcp::model::Implementation;
+use rmcp::service::ClientInitializeError;
 use rmcp::service::NotificationContext;
 use rmcp::service::Peer;
 use rmcp::service::QuitReason;
@@ -25,19 +28,30 @@ use rmcp::service::RunningService;
 use rmcp::service::RunningServiceCancellationToken;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::AuthRequiredError;
+use rmcp::transport::streamable_http_client::InsufficientScopeError;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 
 use crate::error::McpError;
+use crate::oauth;
+use crate::oauth::Challenge;
+use crate::oauth::Credentials;
+use crate::oauth::McpAuthStore;
+use crate::oauth::OAuthSettings;
+use crate::oauth::OAuthTarget;
+use crate::sse::LegacySse;
+use crate::sse::LegacySseError;
 
 /// How to reach one server, resolved from its config entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Transport {
     /// A child process speaking MCP on stdin/stdout.
     Local { command: Vec<String>, environment: IndexMap<String, String>, cwd: PathBuf },
-    /// Streamable HTTP at `url`, with extra headers on every request.
-    Remote { url: String, headers: IndexMap<String, String> },
+    /// Streamable HTTP (or legacy HTTP+SSE) at `url`, with extra headers on every request, and
+    /// OAuth unless it is disabled (`oauth: None`).
+    Remote { url: String, headers: IndexMap<String, String>, oauth: Option<OAuthSettings> },
 }
 
 /// A live connection: the peer to send requests to, and what keeps the server alive.
@@ -80,14 +94,25 @@ pub(crate) enum ServerEvent {
 
 /// Connects and runs the handshake. Events (`tools/list_changed`) arrive on `events`; `closed`
 /// receives the quit reason once the connection ends.
+/// `name` and `store` locate the server's OAuth tokens (no store: none are sent).
 pub(crate) async fn connect(
+    name: &str,
     transport: &Transport,
+    store: Option<&McpAuthStore>,
     events: mpsc::UnboundedSender<ServerEvent>,
 ) -> Result<(Connection, tokio::task::JoinHandle<String>), McpError> {
     let handler = Handler { events };
     match transport {
         Transport::Local { command, environment, cwd } => connect_local(handler, command, environment, cwd).await,
-        Transport::Remote { url, headers } => connect_remote(handler, url, headers).await,
+        Transport::Remote { url, headers, oauth } => {
+            let target = oauth.as_ref().map(|settings| OAuthTarget {
+                name: name.to_owned(),
+                url: url.clone(),
+                headers: headers.clone(),
+                settings: settings.clone(),
+            });
+            connect_remote(handler, url, headers, target.as_ref(), store).await
+        }
     }
 }
 
@@ -129,7 +154,96 @@ async fn connect_remote(
     handler: Handler,
     url: &str,
     headers: &IndexMap<String, String>,
-) -> Result<(Connection, tokio::task::JoinHandle<String>), McpError> {
+    oauth: Option<&OAuthTarget>,
+    store: Option<&McpAuthStore>,
+) -> Result<Connected, McpError> {
+    let custom = header_map(headers)?;
+    let http = oauth::client()?;
+    // A configured `Authorization` header wins over stored tokens.
+    let explicit = custom.contains_key(&http::header::AUTHORIZATION);
+    let credentials = match (oauth, store) {
+        (Some(target), Some(store)) if !explicit => Some(Credentials { target, store, http: &http }),
+        _ => None,
+    };
+    let mut tokens = match &credentials {
+        Some(credentials) => credentials.current().await,
+        None => None,
+    };
+    let mut refreshed = false;
+    loop {
+        let bearer = tokens.as_ref().map(|tokens| tokens.access_token.as_str());
+        let challenge = match attempt_remote(handler.clone(), &http, url, &custom, bearer).await {
+            Ok(connected) => return Ok(connected),
+            Err(Attempt::Failed(err)) => return Err(err),
+            Err(Attempt::Unauthorized(challenge)) => challenge,
+        };
+        if oauth.is_none() {
+            return Err(McpError::Unauthorized);
+        }
+        let Some((credentials, current)) = credentials.as_ref().zip(tokens.as_ref()) else {
+            return Err(McpError::NeedsAuth);
+        };
+        if refreshed {
+            return Err(McpError::NeedsAuth);
+        }
+        refreshed = true;
+        tokens = Some(credentials.refresh(current, &challenge).await.ok_or(McpError::NeedsAuth)?);
+    }
+}
+
+/// Why one remote attempt did not connect.
+enum Attempt {
+    Unauthorized(Challenge),
+    Failed(McpError),
+}
+
+/// Streamable HTTP first; when that fails for another reason than authorization, legacy HTTP+SSE.
+async fn attempt_remote(
+    handler: Handler,
+    http: &reqwest::Client,
+    url: &str,
+    custom: &HashMap<http::HeaderName, http::HeaderValue>,
+    bearer: Option<&str>,
+) -> Result<Connected, Attempt> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom.clone());
+    if let Some(bearer) = bearer {
+        config = config.auth_header(bearer);
+    }
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    let streamable = match handler.clone().serve(transport).await {
+        Ok(running) => return Ok(finish(running, None, Arc::new(StderrTail::default()))),
+        Err(err) => match unauthorized(&err) {
+            Some(challenge) => return Err(Attempt::Unauthorized(challenge)),
+            None => format!("handshake failed: {}", init_cause(&err)),
+        },
+    };
+    tracing::debug!(url, "streamable HTTP refused ({streamable}); trying the legacy HTTP+SSE transport");
+    let mut sse_headers = custom.clone();
+    if let Some(bearer) = bearer
+        && let Ok(value) = http::HeaderValue::try_from(format!("Bearer {bearer}"))
+    {
+        sse_headers.insert(http::header::AUTHORIZATION, value);
+    }
+    let legacy = match LegacySse::open(http.clone(), url, sse_headers).await {
+        Ok(legacy) => legacy,
+        Err(LegacySseError::Unauthorized(header)) => return Err(Attempt::Unauthorized(Challenge::parse(&header))),
+        Err(LegacySseError::Http(reason)) => {
+            return Err(Attempt::Failed(McpError::Protocol(format!("{streamable} (legacy SSE: {reason})"))));
+        }
+    };
+    match handler.serve(legacy).await {
+        Ok(running) => Ok(finish(running, None, Arc::new(StderrTail::default()))),
+        Err(err) => match unauthorized(&err) {
+            Some(challenge) => Err(Attempt::Unauthorized(challenge)),
+            None => Err(Attempt::Failed(McpError::Protocol(format!(
+                "{streamable} (legacy SSE handshake: {})",
+                init_cause(&err)
+            )))),
+        },
+    }
+}
+
+fn header_map(headers: &IndexMap<String, String>) -> Result<HashMap<http::HeaderName, http::HeaderValue>, McpError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let header = http::HeaderName::try_from(name.as_str())
@@ -138,21 +252,42 @@ async fn connect_remote(
             .map_err(|err| McpError::Protocol(format!("invalid value for header {name}: {err}")))?;
         custom.insert(header, value);
     }
-    let _already_installed = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .build()
-        .map_err(|err| McpError::Protocol(format!("cannot build the HTTP client: {err}")))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(custom);
-    let transport = StreamableHttpClientTransport::with_client(client, config);
-    let running = handler.serve(transport).await.map_err(|err| {
-        if err.is_authorization_required() {
-            McpError::NeedsAuth
-        } else {
-            McpError::Protocol(format!("handshake failed: {}", root_cause(&err)))
-        }
-    })?;
-    Ok(finish(running, None, Arc::new(StderrTail::default())))
+    Ok(custom)
 }
+
+/// The challenge of a handshake refused with 401 (or 403 with a challenge), wherever rmcp put it.
+fn unauthorized(err: &ClientInitializeError) -> Option<Challenge> {
+    let ClientInitializeError::TransportError { error, .. } = err else { return None };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(layer) = current {
+        if let Some(required) = layer.downcast_ref::<AuthRequiredError>() {
+            return Some(Challenge::parse(&required.www_authenticate_header));
+        }
+        if let Some(insufficient) = layer.downcast_ref::<InsufficientScopeError>() {
+            return Some(Challenge::parse(&insufficient.www_authenticate_header));
+        }
+        if let Some(LegacySseError::Unauthorized(header)) = layer.downcast_ref::<LegacySseError>() {
+            return Some(Challenge::parse(header));
+        }
+        if layer.downcast_ref::<reqwest::Error>().and_then(reqwest::Error::status)
+            == Some(reqwest::StatusCode::UNAUTHORIZED)
+        {
+            return Some(Challenge::default());
+        }
+        current = layer.source();
+    }
+    err.is_authorization_required().then(Challenge::default)
+}
+
+/// The cause of a failed handshake (rmcp's transport errors keep theirs in a field).
+fn init_cause(err: &ClientInitializeError) -> String {
+    match err {
+        ClientInitializeError::TransportError { error, .. } => root_cause(error),
+        other => root_cause(other),
+    }
+}
+
+type Connected = (Connection, tokio::task::JoinHandle<String>);
 
 /// Splits a running service into the connection and a task that resolves with why it ended.
 fn finish(
@@ -177,6 +312,7 @@ fn finish(
 }
 
 /// Forwards server notifications the manager cares about.
+#[derive(Clone)]
 struct Handler {
     events: mpsc::UnboundedSender<ServerEvent>,
 }

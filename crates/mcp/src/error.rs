@@ -15,6 +15,18 @@ pub enum McpError {
     /// The server answered 401/403: it needs OAuth credentials.
     #[error("the server requires authorization")]
     NeedsAuth,
+    /// The server answered 401 and OAuth is switched off for it (`oauth: false`).
+    #[error("the server answered 401 Unauthorized and OAuth is disabled for it")]
+    Unauthorized,
+    /// An OAuth step (discovery, registration, authorization, token exchange, refresh) failed.
+    #[error("OAuth: {0}")]
+    Auth(String),
+    /// The authorization server offers no dynamic client registration and no `clientId` is set.
+    #[error("the authorization server does not support dynamic client registration")]
+    NeedsClientRegistration,
+    /// `mcp-auth.json` could not be read or written.
+    #[error("{path}: {reason}")]
+    AuthStore { path: String, reason: String },
     /// The handshake or a request failed.
     #[error("{0}")]
     Protocol(String),
@@ -31,6 +43,16 @@ impl McpError {
             Self::Spawn { .. } => "check that the command exists and is executable (is it on PATH?)",
             Self::Timeout { .. } => "the server is slow or stuck; raise `timeout` (milliseconds) in its `mcp` entry",
             Self::NeedsAuth => "run `opencode mcp auth <name>` or set an `Authorization` header in `headers`",
+            Self::Unauthorized => {
+                "set an `Authorization` header in `headers`, or remove `oauth: false` to sign in with OAuth"
+            }
+            Self::Auth(_) => "check the server's OAuth setup, then run `opencode mcp auth <name>` again",
+            Self::NeedsClientRegistration => {
+                "register a client with the provider and set `oauth.clientId` in the server's `mcp` entry"
+            }
+            Self::AuthStore { .. } => {
+                "fix or delete mcp-auth.json (then sign in again with `opencode mcp auth <name>`)"
+            }
             Self::Protocol(_) => "check that the command or URL is an MCP server speaking this transport",
             Self::Closed(_) => "the server stopped; check its stderr output and restart opencode",
         }

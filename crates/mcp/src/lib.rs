@@ -5,7 +5,11 @@
 //!   in the background with its `timeout` (default [`DEFAULT_CONNECT_TIMEOUT`]); start-up and the
 //!   first turn never wait. Local servers are child processes (own process group, `environment`
 //!   added to the inherited environment, the Location as cwd) speaking stdio; remote servers speak
-//!   streamable HTTP with the configured headers. Each server has a [`ServerStatus`].
+//!   streamable HTTP (falling back to the legacy HTTP+SSE transport) with the configured headers.
+//!   Each server has a [`ServerStatus`].
+//! - **OAuth.** Remote servers that answer 401 are authorized as OpenCode does ([`oauth`]):
+//!   discovery, dynamic client registration, PKCE, tokens in `mcp-auth.json`, refresh. A server
+//!   without usable tokens is `needs_auth` until `opencode mcp auth <name>` ([`oauth::authorize`]).
 //! - **Tools.** Each server tool is a registry tool named `<server>_<tool>` (sanitised, [`tool_name`])
 //!   with the server's JSON Schema; [`McpManager::attach`] keeps a tool registry in step as servers
 //!   become ready, change their lists (`notifications/tools/list_changed`) or go away. Calls go
@@ -21,7 +25,9 @@ mod context;
 mod error;
 mod manager;
 mod name;
+pub mod oauth;
 mod result;
+mod sse;
 mod tool;
 
 pub use connect::Transport;
@@ -37,5 +43,9 @@ pub use manager::ServerReport;
 pub use manager::ServerStatus;
 pub use name::sanitize;
 pub use name::tool_name;
+pub use oauth::AuthStatus;
+pub use oauth::McpAuthStore;
+pub use oauth::OAuthSettings;
+pub use oauth::OAuthTarget;
 pub use result::map_result;
 pub use tool::McpTool;

@@ -31,6 +31,8 @@ use crate::connect::Transport;
 use crate::connect::connect;
 use crate::connect::timeout_error;
 use crate::error::McpError;
+use crate::oauth::McpAuthStore;
+use crate::oauth::OAuthSettings;
 use crate::tool::McpTool;
 use crate::tool::SharedTool;
 
@@ -49,6 +51,8 @@ pub struct McpOptions {
     pub call_timeout: Duration,
     /// Connect deadline for entries without `timeout`.
     pub connect_timeout: Duration,
+    /// Where remote servers' OAuth tokens are kept (`mcp-auth.json`); `None` sends none.
+    pub auth_store: Option<McpAuthStore>,
 }
 
 impl McpOptions {
@@ -57,7 +61,14 @@ impl McpOptions {
             directory: directory.into(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            auth_store: Some(McpAuthStore::from_env()),
         }
+    }
+
+    /// Reads OAuth tokens from `store` instead of the environment's data directory (`None`: none).
+    pub fn with_auth_store(mut self, store: Option<McpAuthStore>) -> Self {
+        self.auth_store = store;
+        self
     }
 
     pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
@@ -144,7 +155,8 @@ impl McpManager {
             };
             lock(&inner.servers).insert(name.clone(), Server::new(status, kind));
             if let (Plan::Connect(transport, timeout), Some(runtime)) = (plan, &runtime) {
-                runtime.spawn(run_server(Arc::downgrade(&inner), name.clone(), transport, timeout));
+                let store = inner.options.auth_store.clone();
+                runtime.spawn(run_server(Arc::downgrade(&inner), name.clone(), transport, store, timeout));
             }
         }
         Self { inner }
@@ -386,8 +398,13 @@ fn plan(name: &str, entry: &McpConfig, options: &McpOptions) -> Plan {
                 cwd: options.directory.clone(),
             },
         ),
-        McpServerConfig::Remote { url, headers, enabled, timeout, .. } => {
-            (enabled, timeout, Transport::Remote { url: url.clone(), headers: headers.clone() })
+        McpServerConfig::Remote { url, headers, enabled, timeout, oauth } => {
+            // OAuth is on unless the entry says `oauth: false`.
+            let oauth = match oauth {
+                None => Some(OAuthSettings::default()),
+                Some(oauth) => oauth.settings().map(|config| OAuthSettings::from_config(&config)),
+            };
+            (enabled, timeout, Transport::Remote { url: url.clone(), headers: headers.clone(), oauth })
         }
     };
     if *enabled == Some(false) {
@@ -404,10 +421,16 @@ fn plan(name: &str, entry: &McpConfig, options: &McpOptions) -> Plan {
 
 /// Connects one server, then follows it: tool-list changes refresh its tools; the end of the
 /// connection marks it failed. Holds the manager only weakly once connected.
-async fn run_server(inner: Weak<Inner>, name: String, transport: Transport, timeout: Duration) {
+async fn run_server(
+    inner: Weak<Inner>,
+    name: String,
+    transport: Transport,
+    store: Option<McpAuthStore>,
+    timeout: Duration,
+) {
     let (events, mut received) = mpsc::unbounded_channel();
     let connected = tokio::time::timeout(timeout, async {
-        let (connection, waiter) = connect(&transport, events).await?;
+        let (connection, waiter) = connect(&name, &transport, store.as_ref(), events).await?;
         let tools = list_tools(&connection, timeout).await?;
         Ok::<_, McpError>((connection, waiter, tools))
     })

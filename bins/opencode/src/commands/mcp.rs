@@ -1,19 +1,25 @@
-//! `opencode mcp list|add`: the configured MCP servers with their status and tool count, and adding
-//! a server to the project or global config file.
+//! `opencode mcp list|add|auth|logout`: the configured MCP servers with their status, tool count and
+//! OAuth state; adding a server to the project or global config file; signing in to a remote server
+//! with OAuth and removing its stored credentials.
 
 use std::io::Write;
 use std::path::Path;
 use std::path::PathBuf;
 
 use indexmap::IndexMap;
+use opencode_mcp::McpAuthStore;
+use opencode_mcp::McpError;
 use opencode_mcp::McpManager;
 use opencode_mcp::McpOptions;
+use opencode_mcp::OAuthTarget;
 use opencode_mcp::ServerStatus;
+use opencode_mcp::oauth::Authorization;
 use serde_json::Map;
 use serde_json::Value;
 
 use super::emit;
 use crate::cli::McpAddArgs;
+use crate::cli::McpAuthArgs;
 use crate::cli::McpCommand;
 use crate::context::Context;
 use crate::error::CliError;
@@ -22,18 +28,23 @@ pub fn run(context: &Context, command: McpCommand) -> Result<(), CliError> {
     match command {
         McpCommand::List => list(context),
         McpCommand::Add(args) => add(context, args),
+        McpCommand::Auth(args) => auth(context, &args),
+        McpCommand::Logout { name } => logout(context, &name),
     }
 }
 
-/// Connects every server (each within its own timeout) and prints its status and tool count.
+/// Connects every server (each within its own timeout) and prints its status, tool count and, for
+/// remote servers with OAuth, whether credentials are stored.
 fn list(context: &Context) -> Result<(), CliError> {
     let servers = &context.loaded.config.mcp;
     let mut out = std::io::stdout().lock();
     if servers.is_empty() {
         return emit(&mut out, format_args!("No MCP servers configured. Add one with `opencode mcp add`.\n"));
     }
+    let store = McpAuthStore::new(&context.paths.data);
     let reports = super::tokio_runtime()?.block_on(async {
-        let manager = McpManager::start(servers, McpOptions::new(&context.cwd));
+        let options = McpOptions::new(&context.cwd).with_auth_store(Some(store.clone()));
+        let manager = McpManager::start(servers, options);
         manager.settled().await;
         let reports = manager.reports();
         manager.shutdown();
@@ -44,15 +55,103 @@ fn list(context: &Context) -> Result<(), CliError> {
         let (mark, detail) = match &report.status {
             ServerStatus::Connected => ("✓", format!("connected ({} tools)", report.tools.len())),
             ServerStatus::Disabled => ("○", "disabled".to_owned()),
-            ServerStatus::NeedsAuth => {
-                ("⚠", "needs auth (OAuth is not supported yet; set an Authorization header)".into())
-            }
+            ServerStatus::NeedsAuth => ("⚠", format!("needs auth: run `opencode mcp auth {}`", report.name)),
             other => ("✗", other.to_string()),
         };
         let kind = report.kind.map(|kind| format!(" [{kind}]")).unwrap_or_default();
-        emit(&mut out, format_args!("{mark} {:<width$}{kind}  {detail}\n", report.name))?;
+        let oauth = servers
+            .get(&report.name)
+            .and_then(|entry| OAuthTarget::from_config(&report.name, entry).ok())
+            .map(|target| match store.status(&target.name, &target.url) {
+                Ok(status) => format!("  (OAuth: {status})"),
+                Err(err) => format!("  (OAuth: {err})"),
+            })
+            .unwrap_or_default();
+        emit(&mut out, format_args!("{mark} {:<width$}{kind}  {detail}{oauth}\n", report.name))?;
     }
     out.flush().map_err(|err| CliError::Io(format!("cannot write output: {err}")))
+}
+
+/// Runs the OAuth flow for one remote server, stores its tokens and connects with them.
+fn auth(context: &Context, args: &McpAuthArgs) -> Result<(), CliError> {
+    let name = &args.name;
+    let Some(entry) = context.loaded.config.mcp.get(name) else {
+        return Err(CliError::Failed {
+            message: format!("no MCP server named {name} is configured"),
+            hint: "see `opencode mcp list`, or add one with `opencode mcp add <name> --url <url>`".into(),
+        });
+    };
+    let target = OAuthTarget::from_config(name, entry).map_err(failed(name))?;
+    let store = McpAuthStore::new(&context.paths.data);
+    let runtime = super::tokio_runtime()?;
+    let timeout = std::time::Duration::from_secs(args.timeout);
+    let open = !args.no_browser;
+    let outcome = runtime
+        .block_on(opencode_mcp::oauth::authorize(&target, &store, timeout, |url| {
+            let mut out = std::io::stdout().lock();
+            let _shown =
+                writeln!(out, "Open this URL to authorize opencode with {name}:\n{url}\nWaiting for the browser…");
+            let _flushed = out.flush();
+            if open {
+                open_browser(url);
+            }
+        }))
+        .map_err(failed(name))?;
+    let mut out = std::io::stdout().lock();
+    if outcome == Authorization::NotRequired {
+        return emit(&mut out, format_args!("{name} does not require authorization.\n"));
+    }
+    emit(&mut out, format_args!("Authorized; credentials stored in {}\n", store.path().display()))?;
+    let report = runtime.block_on(async {
+        let single = IndexMap::from([(name.clone(), entry.clone())]);
+        let manager = McpManager::start(&single, McpOptions::new(&context.cwd).with_auth_store(Some(store.clone())));
+        manager.settled().await;
+        let report = manager.reports().pop();
+        manager.shutdown();
+        report
+    });
+    match report {
+        Some(report) if report.status == ServerStatus::Connected => {
+            emit(&mut out, format_args!("✓ {name} connected ({} tools)\n", report.tools.len()))
+        }
+        Some(report) => Err(CliError::Failed {
+            message: format!("{name} is authorized but did not connect: {}", report.status),
+            hint: "run `opencode mcp list` for details".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Removes one server's stored OAuth credentials.
+fn logout(context: &Context, name: &str) -> Result<(), CliError> {
+    let store = McpAuthStore::new(&context.paths.data);
+    let removed = store.remove(name).map_err(failed(name))?;
+    let mut out = std::io::stdout().lock();
+    if removed {
+        emit(&mut out, format_args!("Removed the OAuth credentials of {name}\n"))
+    } else {
+        emit(&mut out, format_args!("No OAuth credentials stored for {name}\n"))
+    }
+}
+
+/// An MCP error as a CLI failure, its hint naming the server.
+fn failed(name: &str) -> impl Fn(McpError) -> CliError {
+    move |err| CliError::Failed { message: err.to_string(), hint: err.hint().replace("<name>", name) }
+}
+
+/// Best effort: the URL is printed either way.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Ok(mut child) = spawned {
+        // Reap it in the background so no zombie is left behind.
+        std::thread::spawn(move || child.wait());
+    }
 }
 
 /// Writes `mcp.<name>` into the project (or global) config file.

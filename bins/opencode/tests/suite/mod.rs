@@ -1,6 +1,7 @@
 mod auth;
 mod crash;
 mod debug_config;
+mod mcp_auth;
 mod models;
 mod run;
 mod serve;

@@ -1,3 +1,5 @@
 mod everything;
+mod mock_oauth;
+mod oauth;
 mod scripted;
 mod support;
