@@ -14,6 +14,23 @@ pub struct Expansion {
     pub files: Vec<FileReference>,
 }
 
+impl Expansion {
+    /// The text the model is shown: the expanded text, then each referenced file's content block
+    /// ([`FileReference::inline`], at most `max_file_bytes` each) after a blank line, as OpenCode
+    /// shows a referenced file's read result beside the prompt. Binary files add nothing.
+    pub fn prompt_text(&self, max_file_bytes: usize) -> String {
+        let mut text = self.text.clone();
+        for block in self.files.iter().filter_map(|file| file.inline(max_file_bytes)) {
+            text.push_str("\n\n");
+            text.push_str(&block);
+        }
+        text
+    }
+}
+
+/// How much of one referenced file [`Expansion::prompt_text`] callers include by default.
+pub const MAX_FILE_BYTES: usize = 50 * 1024;
+
 /// A `@path` reference that names an existing file or directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReference {
@@ -360,6 +377,13 @@ mod tests {
         assert_eq!(expansion.files[0].url(), format!("file://{}", dir.path().join("src/a.rs").display()));
         assert_eq!(expansion.files[0].inline(100).unwrap(), "<file path=\"src/a.rs\">\nfn a() {}\n</file>");
         assert_eq!(expansion.files[1].inline(100).unwrap(), "<file path=\"src\">\na.rs\n</file>");
+        assert_eq!(
+            expansion.prompt_text(100),
+            format!(
+                "{}\n\n<file path=\"src/a.rs\">\nfn a() {{}}\n</file>\n\n<file path=\"src\">\na.rs\n</file>",
+                expansion.text
+            )
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@ use crate::jsonc::JsoncError;
 use crate::{CommandConfig, Config};
 
 pub use expand::{
-    Expander, Expansion, FileReference, file_references, hints, split_arguments, substitute_arguments, substitute_shell,
+    Expander, Expansion, FileReference, MAX_FILE_BYTES, file_references, hints, split_arguments, substitute_arguments,
+    substitute_shell,
 };
 pub use shell::{ShellRunner, SystemShell};
 
