@@ -494,6 +494,25 @@ mod tests {
     }
 
     #[test]
+    fn tricky_documents_always_edit_to_the_merge() {
+        let documents = [
+            "{ /* } { */ \"a\": 1 }",
+            "{\"a\": {\"b\": [1, {\"c\": \"}\"}]}}",
+            "{\n  \"a\": 1,\n  \"a\": 2\n}",
+            "{\r\n  \"a\": \"x\" // c\r\n}\r\n",
+            "{\"k\\\"q\": 1,}",
+            "  {\n}  ",
+        ];
+        let patches = [json!({"a": {"z": null}}), json!({"b": [1, 2], "k\"q": "é"}), json!({"a": 3})];
+        for document in documents {
+            for patch in &patches {
+                patched(document, patch.clone());
+            }
+        }
+        assert_eq!(patched("{\n  \"a\": 1,\n  \"a\": 2\n}", json!({"a": 3})), "{\n  \"a\": 1,\n  \"a\": 3\n}");
+    }
+
+    #[test]
     fn a_document_that_is_not_an_object_is_an_error() {
         assert!(merge_patch("[1]", &Map::new()).is_err());
         assert!(set("[1]", &["a"], &json!(1)).is_err());
