@@ -152,6 +152,9 @@ pub enum DebugCommand {
 pub struct RunArgs {
     /// The message to send (joined with spaces; standard input is appended when it is not a terminal).
     pub message: Vec<String>,
+    /// Run this command (a configured template or `command/*.md` file); the message is its arguments.
+    #[arg(long)]
+    pub command: Option<String>,
     /// Run without external plugins (config `plugin[]` and `.opencode/plugin/`).
     #[arg(long)]
     pub pure: bool,

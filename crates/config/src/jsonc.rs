@@ -2,8 +2,13 @@
 //!
 //! Comments and trailing commas are blanked out with spaces rather than removed, so every byte keeps
 //! its line and column and `serde_json`'s error positions point into the file the user wrote.
+//! [`merge_patch`] and [`set`] edit a document in place, keeping its comments and layout.
 
 use serde::de::DeserializeOwned;
+
+mod edit;
+
+pub use edit::{merge_patch, set};
 
 /// Where and why a JSONC document failed to parse (1-based line and column).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

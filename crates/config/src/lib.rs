@@ -2,12 +2,13 @@
 //!
 //! This crate owns the typed shape of `opencode.json(c)` ([`Config`]), where the files are found and
 //! how they merge ([`load`], with the source of every top-level key), JSONC and `{env:}`/`{file:}`
-//! substitution, agent markdown files, the XDG paths every other crate uses ([`Paths`]) and stored
+//! substitution, agent and command markdown files, command template expansion ([`commands`]), the XDG paths every other crate uses ([`Paths`]) and stored
 //! provider credentials ([`AuthStore`]). Nothing here reads the process environment on its own: the
 //! caller passes an [`Env`].
 
 mod agent;
 mod auth;
+pub mod commands;
 mod config;
 mod env;
 mod error;

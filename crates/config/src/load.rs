@@ -7,7 +7,8 @@
 //!    `OPENCODE_DISABLE_PROJECT_CONFIG`);
 //! 4. config directories: every `.opencode/` up the tree (root-first, also skipped with
 //!    `OPENCODE_DISABLE_PROJECT_CONFIG`), `~/.opencode`, then `OPENCODE_CONFIG_DIR`: each
-//!    contributes `opencode.json(c)` and agent markdown files (`agent/*.md`, `agents/*.md`);
+//!    contributes `opencode.json(c)`, agent markdown files (`agent/*.md`, `agents/*.md`) and command
+//!    markdown files (`command/**/*.md`, `commands/**/*.md`, merged into `command`);
 //! 5. `OPENCODE_CONFIG_CONTENT` (inline JSONC);
 //! 6. `OPENCODE_PERMISSION` (JSON) merged into `permission`.
 //!
@@ -55,6 +56,8 @@ pub enum ConfigSource {
     Directory(PathBuf),
     /// An agent markdown file.
     AgentFile(PathBuf),
+    /// A command markdown file.
+    CommandFile(PathBuf),
     /// `OPENCODE_CONFIG_CONTENT`.
     EnvContent,
     /// `OPENCODE_PERMISSION`.
@@ -68,7 +71,8 @@ impl std::fmt::Display for ConfigSource {
             | Self::EnvFile(path)
             | Self::Project(path)
             | Self::Directory(path)
-            | Self::AgentFile(path) => write!(f, "{}", path.display()),
+            | Self::AgentFile(path)
+            | Self::CommandFile(path) => write!(f, "{}", path.display()),
             Self::EnvContent => f.write_str("OPENCODE_CONFIG_CONTENT"),
             Self::EnvPermission => f.write_str("OPENCODE_PERMISSION"),
         }
@@ -84,6 +88,7 @@ impl ConfigSource {
             Self::Project(_) => "project",
             Self::Directory(_) => "directory",
             Self::AgentFile(_) => "agent file",
+            Self::CommandFile(_) => "command file",
             Self::EnvContent => "env",
             Self::EnvPermission => "env",
         }
@@ -165,6 +170,7 @@ impl Loader<'_> {
                 self.file(ConfigSource::Directory(dir.join(name)));
             }
             self.agent_files(&dir);
+            self.command_files(&dir);
         }
         if let Some(content) = env.get("OPENCODE_CONFIG_CONTENT") {
             self.text(ConfigSource::EnvContent, content, &self.options.cwd.clone());
@@ -220,7 +226,8 @@ impl Loader<'_> {
             | ConfigSource::EnvFile(path)
             | ConfigSource::Project(path)
             | ConfigSource::Directory(path)
-            | ConfigSource::AgentFile(path) => path.clone(),
+            | ConfigSource::AgentFile(path)
+            | ConfigSource::CommandFile(path) => path.clone(),
             ConfigSource::EnvContent | ConfigSource::EnvPermission => return,
         };
         if self.out.applied.contains(&source) || self.already_read(&path) {
@@ -341,6 +348,34 @@ impl Loader<'_> {
                 column: err.column,
                 message: err.message,
             }),
+        }
+    }
+
+    fn command_files(&mut self, dir: &Path) {
+        for file in crate::commands::command_files(dir) {
+            let source = ConfigSource::CommandFile(file.path.clone());
+            let text = match std::fs::read_to_string(&file.path) {
+                Ok(text) => text,
+                Err(err) => {
+                    self.out.errors.push(ConfigError::Read { path: file.path, reason: err.to_string() });
+                    continue;
+                }
+            };
+            match crate::commands::command_from_markdown(&text) {
+                Ok(command) => {
+                    let mut entry = Map::new();
+                    entry.insert(file.name, command);
+                    let mut layer = Map::new();
+                    layer.insert("command".into(), Value::Object(entry));
+                    self.apply(source, layer);
+                }
+                Err(err) => self.out.errors.push(ConfigError::Parse {
+                    origin: source.to_string(),
+                    line: err.line,
+                    column: err.column,
+                    message: err.message,
+                }),
+            }
         }
     }
 

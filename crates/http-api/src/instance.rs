@@ -87,10 +87,6 @@ impl Instance {
         &self.env
     }
 
-    pub fn paths(&self) -> &Paths {
-        &self.paths
-    }
-
     /// The directory as the API spells it.
     pub fn directory_str(&self) -> String {
         self.directory.to_string_lossy().into_owned()

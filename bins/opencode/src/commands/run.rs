@@ -1,5 +1,6 @@
-//! `opencode run [message..]`: one prompt, headless. Picks or creates the session (`-c`, `-s`,
-//! `--fork`), admits the prompt through the session runtime, prints the answer as it streams (or one
+//! `opencode run [message..]`: one prompt, headless (with `--command <name>` the message is the
+//! arguments of a command template, expanded as `opencode_config::commands` does for the server).
+//! Picks or creates the session (`-c`, `-s`, `--fork`), admits the prompt through the session runtime, prints the answer as it streams (or one
 //! JSON event per line), answers permission requests (rejects them, or approves them with `--auto`:
 //! nobody is there to ask), and exits when the session is idle: zero when the run completed,
 //! non-zero with the cause and a hint when it failed.
@@ -8,6 +9,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use opencode_config::commands::{self, Command, Expander, SystemShell};
 use opencode_session_runtime::{DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime};
 use opencode_session_store::{NewSession, Session, SessionQuery, Store, Tokens};
 use opencode_tool_registry::{AgentDirs, Agents, PendingEvent, PendingKind, PendingRequest, Permissions, Reply};
@@ -24,8 +26,15 @@ const NO_MODEL_HINT: &str = "set an API key (`opencode auth login anthropic`, or
                              OpenAI-compatible server (Ollama, LM Studio) under \"provider\" in opencode.json with \
                              options.baseURL, e.g. http://localhost:11434/v1";
 
-pub fn run(context: &Context, args: RunArgs) -> Result<(), CliError> {
-    let (text, files) = message(context, &args)?;
+pub fn run(context: &Context, mut args: RunArgs) -> Result<(), CliError> {
+    let command = args.command.as_deref().map(|name| find_command(context, name)).transpose()?;
+    let (text, files) = message(context, &args, command.as_ref())?;
+    if let Some(command) = command {
+        // As OpenCode: the command's own model, agent and variant win over the run's.
+        args.model = command.model.or(args.model);
+        args.agent = command.agent.or(args.agent);
+        args.variant = args.variant.or(command.variant);
+    }
     let model = args.model.as_deref().map(ModelChoice::parse).transpose()?;
     let store = context.store()?;
     let base = base_session(context, &store, &args)?;
@@ -151,8 +160,26 @@ fn answer(permissions: &Permissions, request: &PendingRequest, auto: bool) {
     }
 }
 
-/// The prompt text (arguments, then standard input when it is not a terminal) and the attachments.
-fn message(context: &Context, args: &RunArgs) -> Result<(String, Vec<PromptFile>), CliError> {
+/// The command `--command` names, or a one-line error listing the known ones.
+fn find_command(context: &Context, name: &str) -> Result<Command, CliError> {
+    let mut known = commands::commands(&context.loaded.config);
+    let name = name.trim_start_matches('/');
+    known.shift_remove(name).ok_or_else(|| {
+        let names: Vec<&str> = known.keys().map(String::as_str).collect();
+        CliError::usage(
+            format!("unknown command `{name}` (known: {})", names.join(", ")),
+            "define it under \"command\" in opencode.json or in .opencode/command/<name>.md",
+        )
+    })
+}
+
+/// The prompt text (arguments, then standard input when it is not a terminal; with a command, its
+/// expanded template with those as arguments) and the attachments.
+fn message(
+    context: &Context,
+    args: &RunArgs,
+    command: Option<&Command>,
+) -> Result<(String, Vec<PromptFile>), CliError> {
     let mut text = args.message.join(" ");
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
@@ -168,6 +195,12 @@ fn message(context: &Context, args: &RunArgs) -> Result<(String, Vec<PromptFile>
             }
             text.push_str(piped);
         }
+    }
+    if let Some(command) = command {
+        let shell = SystemShell::new(context.loaded.config.shell.as_deref());
+        let home = context.env.get("OPENCODE_TEST_HOME").or_else(|| context.env.get("HOME")).map(PathBuf::from);
+        let expander = Expander { directory: &context.cwd, home: home.as_deref(), shell: &shell };
+        text = expander.expand(command, &text).prompt_text(commands::MAX_FILE_BYTES);
     }
     let files = attachments(&context.cwd, &args.files, &mut text)?;
     if text.trim().is_empty() && files.is_empty() {

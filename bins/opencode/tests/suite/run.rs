@@ -281,3 +281,61 @@ fn an_unknown_variant_fails_in_one_line_naming_the_model() {
     assert!(err.contains("has no variant `nope`"), "{err}");
     assert_eq!(mock.requests().len(), 0, "nothing was sent");
 }
+
+#[test]
+fn a_command_expands_its_template_with_the_message_as_arguments() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    let dir = home.work().join(".opencode/command");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("review.md"),
+        "---\ndescription: review a file\n---\nReview @$1 for $2.\nBranch: !`echo main`\n",
+    )
+    .unwrap();
+    std::fs::write(home.work().join("notes.md"), "remember the milk\n").unwrap();
+    mock.push(text("Reviewed."));
+    let output = home.run(&mock, &["--command", "review", "notes.md", "\"typos and style\""]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Reviewed.\n");
+    assert_eq!(
+        transcript(&requests(&mock)[0]),
+        [
+            "user: Review @notes.md for typos and style.\nBranch: main\n\n<file path=\"notes.md\">\nremember the milk\n</file>"
+        ]
+    );
+}
+
+#[test]
+fn a_configured_command_brings_its_model() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    let provider = json!({"mock": {
+        "npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
+        "models": {"m": {}, "m2": {}}
+    }});
+    let extra = json!({
+        "provider": provider,
+        "command": {"summary": {"template": "Summarise $ARGUMENTS briefly", "model": "mock/m2"}}
+    });
+    mock.push(text("Short."));
+    let output = home.run_with(&mock, extra, &["--command", "/summary", "the", "repo"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let body = mock.requests()[0].body_json().unwrap();
+    assert_eq!(body["model"], "m2");
+    assert_eq!(transcript(body["messages"].as_array().unwrap()), ["user: Summarise the repo briefly"]);
+}
+
+#[test]
+fn an_unknown_command_fails_listing_the_known_ones() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    std::fs::create_dir_all(home.work().join(".opencode/commands")).unwrap();
+    std::fs::write(home.work().join(".opencode/commands/lint.md"), "Lint it").unwrap();
+    let output = home.run(&mock, &["--command", "nope", "x"]).output().unwrap();
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    assert!(err.contains("unknown command `nope` (known: init, lint)"), "{err}");
+    assert!(mock.requests().is_empty());
+}

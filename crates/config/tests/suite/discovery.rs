@@ -211,6 +211,67 @@ fn agent_markdown_in_opencode_dirs_becomes_agents() {
 }
 
 #[test]
+fn command_markdown_in_config_dirs_becomes_commands_in_opencodes_order() {
+    let world = World::new();
+    world.write(
+        &world.project.join("opencode.json"),
+        r#"{"command": {"test": {"template": "from json", "agent": "plan"}, "lint": {"template": "lint it"}}}"#,
+    );
+    world.write(
+        &world.global().join("command/global.md"),
+        "---
+description: everywhere
+---
+Global $ARGUMENTS
+",
+    );
+    world.write(
+        &world.project.join(".opencode/commands/test.md"),
+        "---
+model: a/b
+---
+Run the tests for $1.
+",
+    );
+    world.write(&world.cwd.join(".opencode/command/git/commit.md"), "Commit !`git status`");
+    world.write(
+        &world.cwd.join(".opencode/command/bad.md"),
+        "---
+subtask: [
+---
+x",
+    );
+    let loaded = world.load();
+    let commands = opencode_config::commands::commands(&loaded.config);
+    let names: Vec<&str> = commands.keys().map(String::as_str).collect();
+    assert_eq!(names, ["init", "test", "lint", "global", "git/commit"]);
+    // A markdown file merges over the JSON definition of the same name, as OpenCode's deep merge.
+    let test = &commands["test"];
+    assert_eq!(
+        (test.template.as_str(), test.agent.as_deref(), test.model.as_deref()),
+        ("Run the tests for $1.", Some("plan"), Some("a/b"))
+    );
+    assert_eq!(commands["global"].description.as_deref(), Some("everywhere"));
+    assert_eq!(commands["git/commit"].template, "Commit !`git status`");
+    assert_eq!(loaded.errors.len(), 1, "{:?}", loaded.errors);
+    assert!(loaded.errors[0].to_string().contains("bad.md"), "{}", loaded.errors[0]);
+    assert!(loaded.sources["command"].iter().any(|source| matches!(source, ConfigSource::CommandFile(_))));
+}
+
+#[test]
+fn project_command_files_are_skipped_when_project_config_is_disabled() {
+    let mut world = World::new();
+    world.write(&world.project.join(".opencode/command/local.md"), "local");
+    world.write(&world.global().join("commands/mine.md"), "mine");
+    world.env = Env::from_pairs([
+        ("HOME", world.home.to_string_lossy().into_owned()),
+        ("OPENCODE_DISABLE_PROJECT_CONFIG", "1".to_owned()),
+    ]);
+    let commands = opencode_config::commands::commands(&world.load().config);
+    assert_eq!(commands.keys().map(String::as_str).collect::<Vec<_>>(), ["init", "mine"]);
+}
+
+#[test]
 fn legacy_mode_entries_become_primary_agents() {
     let world = World::new();
     world.write(

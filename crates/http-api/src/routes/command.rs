@@ -1,19 +1,20 @@
-//! Commands: `GET /command` lists the instance's commands (the built-in `init`, the configuration's
-//! `command` table, and `command/*.md` / `commands/*.md` templates in the global config directory and
-//! every `.opencode/` from the worktree root down to the directory, later ones winning);
-//! `POST /session/{id}/command` expands one (`$ARGUMENTS`, `$1`..`$n`) and sends it as a prompt;
-//! `POST /session/{id}/init` runs `init` with the given model.
+//! Commands: `GET /command` lists the instance's commands and `POST /session/{id}/command` expands
+//! one and sends it as a prompt; `POST /session/{id}/init` runs `init` with the given model. The
+//! definitions and the expansion are `opencode_config::commands` (shared with `opencode run
+//! --command`): `$ARGUMENTS`, `$1`..`$n`, ``!`shell` `` substitutions run in the session's directory,
+//! and `@path` references whose content is shown to the model after the prompt.
 //!
-//! Not supported (yet): `!`shell`` and `@file` substitutions inside templates, MCP prompts and skills
-//! as commands, `subtask: true` (the command runs in the session itself).
+//! Not supported (yet): MCP prompts and skills as commands, and `subtask: true` (the runtime runs no
+//! subagent sessions yet, so the command runs in the session itself).
 
 use std::path::Path;
-use std::path::PathBuf;
 
 use axum::Json;
 use axum::extract::State;
 use indexmap::IndexMap;
-use opencode_config::Config;
+use opencode_config::commands::Expander;
+use opencode_config::commands::MAX_FILE_BYTES;
+use opencode_config::commands::SystemShell;
 use opencode_session_store::MessageWithParts;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -23,6 +24,7 @@ use serde_json::Value;
 use super::Op;
 use super::session::check_id;
 use super::session::prompt;
+use super::session::session;
 use crate::driver::FilePartInput;
 use crate::driver::PartInput;
 use crate::driver::PromptModel;
@@ -132,13 +134,6 @@ pub(crate) struct InitBody {
     message_id: String,
 }
 
-/// The built-in `init` command's template.
-const INIT_TEMPLATE: &str = "Study this codebase and write (or improve, if one exists) an AGENTS.md at the project \
-root for coding agents that will work in this repository. Keep it short (around 20 lines) and cover:\n\
-1. How to build, lint and test, in particular how to run one single test.\n\
-2. The code style: imports, formatting, types, naming, error handling.\n\
-Fold in any rules from .cursor/rules/, .cursorrules or .github/copilot-instructions.md.\n\n$ARGUMENTS";
-
 async fn list_route(Dir(i): Dir) -> Result<Json<Vec<Command>>, ApiError> {
     blocking(move || Ok(Json(commands(&i).into_values().collect()))).await
 }
@@ -154,17 +149,24 @@ async fn command_route(
     }
     let name = body.command.trim_start_matches('/').to_owned();
     let lookup = std::sync::Arc::clone(&i);
-    let command = blocking(move || Ok(commands(&lookup).shift_remove(&name))).await?.ok_or_else(|| {
+    let command = blocking(move || Ok(definitions(&lookup).shift_remove(&name))).await?.ok_or_else(|| {
         ApiError::not_found(format!("command {:?} not found (GET /command lists them)", body.command))
     })?;
-    let model = match body.model.as_deref().or(command.model.as_deref()) {
+    // As OpenCode: the command's own model and agent win over the caller's.
+    let model = match command.model.as_deref().or(body.model.as_deref()) {
         Some(model) => Some(parse_model(model)?),
         None => None,
     };
-    let mut parts = vec![PartInput::Text(TextPartInput {
-        text: expand(&command.template, &body.arguments),
-        ..TextPartInput::default()
-    })];
+    let directory = session(&s, &id).await?.directory;
+    let (expander_instance, arguments, template) = (std::sync::Arc::clone(&i), body.arguments, command.template);
+    let text = blocking(move || {
+        let shell = SystemShell::new(expander_instance.config().config.shell.as_deref());
+        let home = home(&expander_instance);
+        let expander = Expander { directory: Path::new(&directory), home: home.as_deref(), shell: &shell };
+        Ok(expander.expand_template(&template, &arguments).prompt_text(MAX_FILE_BYTES))
+    })
+    .await?;
+    let mut parts = vec![PartInput::Text(TextPartInput { text, ..TextPartInput::default() })];
     parts.extend(body.parts.into_iter().map(|part| {
         let FileKind::File = part.kind;
         PartInput::File(FilePartInput {
@@ -179,7 +181,7 @@ async fn command_route(
         message_id: body.message_id,
         model,
         agent: command.agent.or(body.agent),
-        variant: body.variant,
+        variant: body.variant.or(command.variant),
         parts,
         ..PromptRequest::default()
     };
@@ -195,7 +197,12 @@ async fn init_route(
     let request = PromptRequest {
         message_id: Some(body.message_id),
         model: Some(PromptModel { provider_id: body.provider_id, model_id: body.model_id }),
-        parts: vec![PartInput::Text(TextPartInput { text: expand(INIT_TEMPLATE, ""), ..TextPartInput::default() })],
+        parts: vec![PartInput::Text(TextPartInput {
+            text: opencode_config::commands::substitute_arguments(opencode_config::commands::INIT_TEMPLATE, "")
+                .trim()
+                .to_owned(),
+            ..TextPartInput::default()
+        })],
         ..PromptRequest::default()
     };
     prompt(&s, &id, request).await?;
@@ -212,188 +219,32 @@ fn parse_model(model: &str) -> Result<PromptModel, ApiError> {
     }
 }
 
-/// The instance's commands by name: built-in, then global templates, then configuration, then project
-/// templates (root first); later definitions replace earlier ones.
+/// The instance's commands by name (the shared definitions, as this route lists them).
 pub(crate) fn commands(instance: &Instance) -> IndexMap<String, Command> {
-    let mut out = IndexMap::new();
-    out.insert("init".to_owned(), command("init", Some("create or update AGENTS.md"), INIT_TEMPLATE));
-    let loaded = instance.config();
-    let global = instance.paths().config.clone();
-    for dir in [global.join("command"), global.join("commands")] {
-        markdown_commands(&dir, &mut out);
-    }
-    config_commands(&loaded.config, &mut out);
-    if !instance.env().flag("OPENCODE_DISABLE_PROJECT_CONFIG") {
-        for root in project_dirs(&instance.directory, &instance.worktree) {
-            for dir in [root.join(".opencode/command"), root.join(".opencode/commands")] {
-                markdown_commands(&dir, &mut out);
-            }
+    definitions(instance).into_iter().map(|(name, command)| (name, Command::from(command))).collect()
+}
+
+fn definitions(instance: &Instance) -> IndexMap<String, opencode_config::commands::Command> {
+    opencode_config::commands::commands(&instance.config().config)
+}
+
+/// The home directory `@~/...` references resolve against.
+fn home(instance: &Instance) -> Option<std::path::PathBuf> {
+    let env = instance.env();
+    env.get("OPENCODE_TEST_HOME").or_else(|| env.get("HOME")).map(std::path::PathBuf::from)
+}
+
+impl From<opencode_config::commands::Command> for Command {
+    fn from(command: opencode_config::commands::Command) -> Self {
+        Self {
+            hints: command.hints(),
+            name: command.name,
+            description: command.description,
+            agent: command.agent,
+            model: command.model,
+            source: "command",
+            template: command.template,
+            subtask: command.subtask,
         }
-    }
-    out
-}
-
-fn command(name: &str, description: Option<&str>, template: &str) -> Command {
-    Command {
-        name: name.to_owned(),
-        description: description.map(str::to_owned),
-        agent: None,
-        model: None,
-        source: "command",
-        template: template.to_owned(),
-        subtask: None,
-        hints: hints(template),
-    }
-}
-
-fn config_commands(config: &Config, out: &mut IndexMap<String, Command>) {
-    for (name, entry) in &config.command {
-        let mut found = command(name, entry.description.as_deref(), &entry.template);
-        found.agent.clone_from(&entry.agent);
-        found.model.clone_from(&entry.model);
-        found.subtask = entry.subtask;
-        out.insert(name.clone(), found);
-    }
-}
-
-/// `directory` and its ancestors up to `worktree`, root first.
-fn project_dirs(directory: &Path, worktree: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> =
-        directory.ancestors().take_while(|dir| dir.starts_with(worktree)).map(Path::to_path_buf).collect();
-    if dirs.is_empty() {
-        dirs.push(directory.to_path_buf());
-    }
-    dirs.reverse();
-    dirs
-}
-
-/// Every `*.md` under `dir` (nested ones are named `sub/name`); unreadable files are skipped with a
-/// warning in the log.
-fn markdown_commands(dir: &Path, out: &mut IndexMap<String, Command>) {
-    let mut pending = vec![dir.to_path_buf()];
-    let mut files = Vec::new();
-    while let Some(current) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&current) else { continue };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "md") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    for path in files {
-        let Some(name) = path.strip_prefix(dir).ok().map(|rel| rel.with_extension("")) else { continue };
-        let name = name.to_string_lossy().replace('\\', "/");
-        match markdown_command(&name, &path) {
-            Ok(found) => {
-                out.insert(name, found);
-            }
-            Err(err) => tracing::warn!(path = %path.display(), %err, "command file skipped"),
-        }
-    }
-}
-
-fn markdown_command(name: &str, path: &Path) -> Result<Command, String> {
-    let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
-    let (front, body) = opencode_config::split_front_matter(&text);
-    let front = match front {
-        Some(front) => opencode_config::front_matter(front).map_err(|err| err.to_string())?,
-        None => Value::Null,
-    };
-    let field = |key: &str| front.get(key).and_then(Value::as_str).map(str::to_owned);
-    let mut found = command(name, None, body.trim());
-    found.description = field("description");
-    found.agent = field("agent");
-    found.model = field("model");
-    found.subtask = front.get("subtask").and_then(Value::as_bool);
-    Ok(found)
-}
-
-/// The placeholders a template uses: `$1`..`$n` in order, then `$ARGUMENTS`.
-fn hints(template: &str) -> Vec<String> {
-    let mut hints: Vec<String> = (1..=highest_position(template)).map(|n| format!("${n}")).collect();
-    if template.contains("$ARGUMENTS") {
-        hints.push("$ARGUMENTS".to_owned());
-    }
-    hints
-}
-
-/// The highest `$n` placeholder of `template` (0 when none).
-fn highest_position(template: &str) -> usize {
-    let bytes = template.as_bytes();
-    let mut highest = 0;
-    for (i, _) in template.match_indices('$') {
-        let digits: String = bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).map(|b| char::from(*b)).collect();
-        if let Ok(n) = digits.parse::<usize>() {
-            highest = highest.max(n);
-        }
-    }
-    highest
-}
-
-/// Expands `$ARGUMENTS` (the whole argument string) and `$1`..`$n` (shell-like words; the last
-/// placeholder takes the rest). Arguments given to a template without placeholders are appended.
-pub(crate) fn expand(template: &str, arguments: &str) -> String {
-    let words = split_words(arguments);
-    let highest = highest_position(template);
-    let mut text = template.to_owned();
-    for n in (1..=highest).rev() {
-        let value = match n.cmp(&highest) {
-            std::cmp::Ordering::Equal => words.get(n - 1..).map(|rest| rest.join(" ")).unwrap_or_default(),
-            _ => words.get(n - 1).cloned().unwrap_or_default(),
-        };
-        text = text.replace(&format!("${n}"), &value);
-    }
-    let uses_arguments = text.contains("$ARGUMENTS");
-    text = text.replace("$ARGUMENTS", arguments);
-    if highest == 0 && !uses_arguments && !arguments.trim().is_empty() {
-        text = format!("{text}\n\n{arguments}");
-    }
-    text.trim().to_owned()
-}
-
-/// Splits on whitespace, keeping `"quoted words"` and `'quoted words'` together (quotes removed).
-fn split_words(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut quote = None;
-    let mut started = false;
-    for c in text.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => current.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                started = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if started || !current.is_empty() {
-                    words.push(std::mem::take(&mut current));
-                }
-                started = false;
-            }
-            (None, c) => current.push(c),
-        }
-    }
-    if started || !current.is_empty() {
-        words.push(current);
-    }
-    words
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn positional_placeholders_take_words_and_the_last_takes_the_rest() {
-        assert_eq!(expand("fix $1 in $2", "bug \"the parser\" now"), "fix bug in the parser now");
-        assert_eq!(expand("review $ARGUMENTS please", "src/a.rs b.rs"), "review src/a.rs b.rs please");
-        assert_eq!(expand("summarise", "briefly"), "summarise\n\nbriefly");
-        assert_eq!(expand("run $1", ""), "run");
-        assert_eq!(hints("a $2 $1 $ARGUMENTS"), vec!["$1", "$2", "$ARGUMENTS"]);
     }
 }

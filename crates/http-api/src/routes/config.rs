@@ -2,8 +2,10 @@
 //! with the instance's merged configuration reloaded. The file is the instance directory's (or its
 //! worktree root's) `opencode.jsonc` / `opencode.json`, else a new `opencode.json` in the instance
 //! directory. The merge is OpenCode's (objects key by key, `plugin`/`instructions` concatenated, other
-//! values replaced); keys and their order are kept, but comments of a `.jsonc` file are not. The
-//! result is validated before anything is written, and written atomically (temporary file + rename).
+//! values replaced), written as minimal edits of the file's text (`opencode_config::jsonc::merge_patch`):
+//! changed values are replaced where they stand and new keys inserted in their object's layout, so
+//! comments, trailing commas, key order and formatting survive. The result is validated before
+//! anything is written, and written atomically (temporary file + rename).
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -66,13 +68,19 @@ fn update(instance: &Instance, patch: Map<String, Value>) -> Result<(), ApiError
     serde_json::from_value::<opencode_config::Config>(Value::Object(patch.clone()))
         .map_err(|err| ApiError::bad(format!("invalid configuration: {err}")))?;
     let path = config_file(&instance.directory, &instance.worktree);
-    let mut current = read_object(&path)?;
-    opencode_config::merge_values(&mut current, patch);
-    serde_json::from_value::<opencode_config::Config>(Value::Object(current.clone()))
+    let text = read_text(&path)?;
+    let mut merged = parse_object(&path, &text)?;
+    opencode_config::merge_values(&mut merged, patch.clone());
+    serde_json::from_value::<opencode_config::Config>(Value::Object(merged.clone()))
         .map_err(|err| ApiError::bad(format!("the merged configuration is invalid: {err}")))?;
-    let text = serde_json::to_string_pretty(&Value::Object(current))
-        .map_err(|err| ApiError::Internal(format!("config does not serialise: {err}")))?;
-    write_atomically(&path, &format!("{text}\n"))
+    let edited = opencode_config::jsonc::merge_patch(&text, &patch).map_err(|err| {
+        ApiError::Conflict(format!("{} cannot be edited ({err}); fix it by hand first", path.display()))
+    })?;
+    // The edit must mean exactly the merge that was validated.
+    if opencode_config::jsonc::from_str::<Value>(&edited).ok() != Some(Value::Object(merged)) {
+        return Err(ApiError::Internal(format!("editing {} went wrong; the file was left as it was", path.display())));
+    }
+    write_atomically(&path, &edited)
 }
 
 /// The project configuration file to update.
@@ -84,14 +92,21 @@ fn config_file(directory: &Path, worktree: &Path) -> PathBuf {
         .unwrap_or_else(|| directory.join("opencode.json"))
 }
 
-/// The file's top-level object (empty when the file does not exist).
-fn read_object(path: &Path) -> Result<Map<String, Value>, ApiError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(err) => return Err(ApiError::Internal(format!("cannot read {}: {err}", path.display()))),
-    };
-    match serde_json::from_str(&opencode_config::jsonc::strip(&text)) {
+/// The file's text (empty when the file does not exist).
+fn read_text(path: &Path) -> Result<String, ApiError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(err) => Err(ApiError::Internal(format!("cannot read {}: {err}", path.display()))),
+    }
+}
+
+/// The text's top-level object (empty for an empty file).
+fn parse_object(path: &Path, text: &str) -> Result<Map<String, Value>, ApiError> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str(&opencode_config::jsonc::strip(text)) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => {
             Err(ApiError::Conflict(format!("{} does not hold a JSON object; fix it by hand first", path.display())))

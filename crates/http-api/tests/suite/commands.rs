@@ -73,6 +73,28 @@ async fn commands_come_from_config_and_markdown_templates_and_expand_arguments()
 }
 
 #[tokio::test]
+async fn a_command_runs_shell_substitutions_in_the_session_directory_and_shows_referenced_files() {
+    let t = start_runtime(json!({
+        "command": { "check": { "template": "Files: !`ls`\nStatus: !`echo oops >&2; exit 2`\nRead @$1 and @missing.rs" } }
+    }))
+    .await;
+    std::fs::write(t.dir.join("notes.md"), "remember the milk\n").unwrap();
+    t.mock.push(text("Checked."));
+    let id = t.session().await;
+    let body = json!({ "command": "check", "arguments": "notes.md" });
+    let (status, reply) = t.post(&format!("/session/{id}/command"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    let sent = last_user_text(&t, 0);
+    assert!(sent.starts_with("Files: "), "{sent}");
+    assert!(sent.contains("notes.md\n"), "{sent}");
+    assert!(sent.contains("Status: oops\n"), "{sent}");
+    assert!(
+        sent.ends_with("Read @notes.md and @missing.rs\n\n<file path=\"notes.md\">\nremember the milk\n</file>"),
+        "{sent}"
+    );
+}
+
+#[tokio::test]
 async fn init_runs_the_init_command_with_the_given_model() {
     let t = start_runtime(json!({})).await;
     t.mock.push(text("Wrote AGENTS.md."));

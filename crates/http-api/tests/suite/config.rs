@@ -53,3 +53,19 @@ async fn patch_config_creates_the_file_when_there_is_none() {
     let file: Value = serde_json::from_str(&std::fs::read_to_string(t.dir.join("opencode.json")).unwrap()).unwrap();
     assert_eq!(file, json!({ "username": "ada" }));
 }
+
+#[tokio::test]
+async fn patch_config_keeps_the_comments_and_layout_of_a_jsonc_file() {
+    let t = start().await;
+    let original = "{\n  // Our model, chosen with care.\n  \"model\": \"a/b\", /* keep */\n  \"agent\": {\n    \"build\": { \"temperature\": 0.1 }, // warm\n  },\n  \"instructions\": [\"A.md\"],\n}\n";
+    std::fs::write(t.dir.join("opencode.jsonc"), original).unwrap();
+    let patch = json!({ "model": "c/d", "agent": { "build": { "steps": 5 }, "plan": { "temperature": 0.5 } }, "username": "ada" });
+    let (status, merged) = t.patch("/config", patch).await;
+    assert_eq!(status, 200, "{merged}");
+    assert_eq!(merged["model"], "c/d");
+    assert_eq!(
+        std::fs::read_to_string(t.dir.join("opencode.jsonc")).unwrap(),
+        "{\n  // Our model, chosen with care.\n  \"model\": \"c/d\", /* keep */\n  \"agent\": {\n    \"build\": { \"temperature\": 0.1, \"steps\": 5 }, // warm\n    \"plan\": {\n      \"temperature\": 0.5\n    },\n  },\n  \"instructions\": [\"A.md\"],\n  \"username\": \"ada\",\n}\n"
+    );
+    assert!(!t.dir.join("opencode.json").exists());
+}
