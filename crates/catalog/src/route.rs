@@ -86,6 +86,7 @@ pub fn build(plan: &RoutePlan, provider: &Provider, key: Option<String>, env: &E
         protocol: Some(plan.protocol.to_owned()),
         region: env.get("AWS_REGION").or_else(|| env.get("AWS_DEFAULT_REGION")).map(str::to_owned),
         resource: resource(provider, env),
+        sign_in: None,
     };
     let llm_error =
         |err: opencode_llm::LlmError| CatalogError::Route { provider: provider.id.clone(), message: err.message };
