@@ -205,6 +205,15 @@ impl Catalog {
     }
 }
 
+impl ResolvedModel {
+    /// Whether the route is a subscription sign-in (Claude Pro/Max, ChatGPT, Copilot), whose use
+    /// costs nothing per token.
+    pub fn signed_in(&self) -> bool {
+        self.credential.as_ref().is_some_and(|credential| credential.sign_in.is_some())
+            && route::SIGN_IN_ADAPTERS.contains(&self.plan.adapter)
+    }
+}
+
 impl Provider {
     fn from_info<M>(id: &str, info: ProviderInfo<M>, models: impl Fn(&str, M) -> Models) -> Self {
         Self {

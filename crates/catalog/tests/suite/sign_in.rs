@@ -27,13 +27,14 @@ fn an_anthropic_sign_in_yields_the_claude_pro_max_route() {
     let catalog = Catalog::bundled().unwrap();
     let stored = oauth("sk-ant-oat", None);
     let resolved = catalog.resolve("anthropic", "claude-sonnet-4-5", None, Some(&stored), &Env::default()).unwrap();
-    let credential = resolved.credential.unwrap();
+    let credential = resolved.credential.clone().unwrap();
     assert_eq!(credential.origin, CredentialOrigin::AuthFile);
     assert!(credential.sign_in.is_some());
     assert_eq!(resolved.route.auth, Auth::Bearer(Secret::Value("sk-ant-oat".into())));
     assert_eq!(resolved.route.endpoint.query, vec![("beta".to_owned(), "true".to_owned())]);
     assert!(header(&resolved.route, "anthropic-beta").is_some_and(|betas| betas.contains("oauth-2025-04-20")));
     assert_eq!(resolved.route.shape.tool_name_prefix.as_deref(), Some("mcp_"));
+    assert!(resolved.signed_in());
 }
 
 #[test]
@@ -55,6 +56,7 @@ fn api_keys_keep_todays_routes() {
     let anthropic = catalog.resolve("anthropic", "claude-sonnet-4-5", None, Some(&key), &Env::default()).unwrap();
     assert_eq!(anthropic.route.auth, Auth::Header { name: "x-api-key".into(), secret: Secret::Value("sk".into()) });
     assert!(anthropic.route.endpoint.query.is_empty() && anthropic.route.shape.is_empty());
+    assert!(!anthropic.signed_in());
     assert_eq!(anthropic.credential.unwrap().sign_in, None);
     let openai = catalog.resolve("openai", "gpt-5", None, Some(&key), &Env::default()).unwrap();
     assert_eq!(openai.route.endpoint.base_url, "https://api.openai.com/v1");
@@ -67,7 +69,7 @@ fn a_sign_in_elsewhere_is_sent_as_the_key() {
     let stored = oauth("tok", None);
     let resolved = catalog.resolve("groq", "llama-3.3-70b-versatile", None, Some(&stored), &Env::default()).unwrap();
     assert_eq!(resolved.route.auth, Auth::Bearer(Secret::Value("tok".into())));
-    assert!(resolved.route.shape.is_empty());
+    assert!(resolved.route.shape.is_empty() && !resolved.signed_in());
 }
 
 #[test]
