@@ -145,7 +145,8 @@ impl Catalog {
     }
 
     /// Resolves a model (and optional variant) into a route plus options. `auth` is the provider's
-    /// `auth.json` entry, if any.
+    /// `auth.json` entry, if any; an `oauth` entry selects the provider's signed-in route (refresh
+    /// it first: [`opencode_config::CredentialRefresher`]).
     pub fn resolve(
         &self,
         provider: &str,
@@ -163,7 +164,8 @@ impl Catalog {
             .as_ref()
             .filter(|credential| !matches!(credential.origin, crate::CredentialOrigin::Env(_)))
             .map(|credential| credential.value.clone());
-        let route = route::build(&plan, entry, key, env)?;
+        let sign_in = credential.as_ref().and_then(|credential| credential.sign_in.clone());
+        let route = route::build(&plan, entry, key, sign_in, env)?;
         let variant = match variant {
             Some(name) => Some(self.variant(found, &plan, name)?),
             None => None,
@@ -200,6 +202,15 @@ impl Catalog {
     /// Number of models over all providers.
     pub fn model_count(&self) -> usize {
         self.providers.values().map(|provider| provider.models.len()).sum()
+    }
+}
+
+impl ResolvedModel {
+    /// Whether the route is a subscription sign-in (Claude Pro/Max, ChatGPT, Copilot), whose use
+    /// costs nothing per token.
+    pub fn signed_in(&self) -> bool {
+        self.credential.as_ref().is_some_and(|credential| credential.sign_in.is_some())
+            && route::SIGN_IN_ADAPTERS.contains(&self.plan.adapter)
     }
 }
 

@@ -20,6 +20,9 @@ pub enum CatalogError {
     Route { provider: String, message: String },
     #[error("config for model `{provider}/{model}` is invalid: {message}")]
     InvalidModelConfig { provider: String, model: String, message: String },
+    /// A stored sign-in expired and could not be refreshed.
+    #[error("cannot refresh the `{provider}` sign-in: {reason}")]
+    SignIn { provider: String, reason: String },
     /// A catalog document (snapshot, cache, download) could not be read.
     #[error("cannot load the model catalog from {origin}: {message}")]
     Load { origin: String, message: String },
@@ -40,7 +43,14 @@ impl CatalogError {
             Self::MissingVariable { .. } => "set the variable, or set `provider.<id>.options.baseURL` in config",
             Self::Route { .. } => "fix `provider.<id>` in config",
             Self::InvalidModelConfig { .. } => "fix `provider.<id>.models.<id>` in config",
+            Self::SignIn { .. } => "sign in again with `opencode auth login <provider>` (the provider named above)",
             Self::Load { .. } => "check the network, or set OPENCODE_DISABLE_MODELS_FETCH to use the bundled snapshot",
         }
+    }
+}
+
+impl From<opencode_config::RefreshError> for CatalogError {
+    fn from(err: opencode_config::RefreshError) -> Self {
+        Self::SignIn { provider: err.provider, reason: err.reason }
     }
 }

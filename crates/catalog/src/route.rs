@@ -7,7 +7,7 @@
 //! A package that cannot be routed is a [`CatalogError::Unsupported`] naming it and the reason.
 
 use opencode_config::Env;
-use opencode_llm::provider::{self, ProviderConfig};
+use opencode_llm::provider::{self, ProviderConfig, SignIn};
 use opencode_llm::{Auth, Route, Secret};
 
 use crate::{CatalogError, Model, Provider};
@@ -16,7 +16,7 @@ use crate::{CatalogError, Model, Provider};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoutePlan {
     /// The `opencode-llm` adapter (`openai`, `anthropic`, `google`, `amazon-bedrock`, `azure`,
-    /// `openai-compatible`).
+    /// `github-copilot`, `openai-compatible`).
     pub adapter: &'static str,
     /// The wire protocol (`opencode_llm::protocol::PROTOCOL_IDS`).
     pub protocol: &'static str,
@@ -38,6 +38,10 @@ pub fn plan(provider: &Provider, model: &Model) -> Result<RoutePlan, CatalogErro
         reason: reason.to_owned(),
     };
     let plan = |adapter, protocol, base_url| Ok(RoutePlan { adapter, protocol, base_url });
+    if provider.id == COPILOT || npm == "@ai-sdk/github-copilot" {
+        // The adapter knows Copilot's host (and a GitHub Enterprise sign-in's); `api` would hide it.
+        return plan(COPILOT, copilot_protocol(&model.api_id), None);
+    }
     match npm {
         "@ai-sdk/openai" => {
             let protocol = if shape == Some("completions") { "openai-chat" } else { "openai-responses" };
@@ -70,9 +74,23 @@ pub fn plan(provider: &Provider, model: &Model) -> Result<RoutePlan, CatalogErro
     }
 }
 
+/// Adapters with a signed-in route for an OAuth credential.
+pub const SIGN_IN_ADAPTERS: &[&str] = &["anthropic", "openai", COPILOT];
+
+const COPILOT: &str = "github-copilot";
+
 /// Builds the route: the adapter's route with the catalog's base URL, the provider's id and its
-/// credential (a resolved key, or the provider's key variables read when sending).
-pub fn build(plan: &RoutePlan, provider: &Provider, key: Option<String>, env: &Env) -> Result<Route, CatalogError> {
+/// credential (a resolved key, or the provider's key variables read when sending). A sign-in
+/// selects the adapter's signed-in route where it has one ([`SIGN_IN_ADAPTERS`]); elsewhere its
+/// access token is sent as the key.
+pub fn build(
+    plan: &RoutePlan,
+    provider: &Provider,
+    key: Option<String>,
+    sign_in: Option<SignIn>,
+    env: &Env,
+) -> Result<Route, CatalogError> {
+    let sign_in = sign_in.filter(|_| SIGN_IN_ADAPTERS.contains(&plan.adapter));
     let base_url = match provider.options.base_url.clone().or_else(|| plan.base_url.clone()) {
         Some(url) => Some(
             expand(&url, env)
@@ -86,12 +104,13 @@ pub fn build(plan: &RoutePlan, provider: &Provider, key: Option<String>, env: &E
         protocol: Some(plan.protocol.to_owned()),
         region: env.get("AWS_REGION").or_else(|| env.get("AWS_DEFAULT_REGION")).map(str::to_owned),
         resource: resource(provider, env),
+        sign_in: sign_in.clone(),
     };
     let llm_error =
         |err: opencode_llm::LlmError| CatalogError::Route { provider: provider.id.clone(), message: err.message };
     let mut route = provider::route(plan.adapter, &config).map_err(llm_error)?;
     route.provider = provider.id.clone();
-    if plan.adapter != "amazon-bedrock" {
+    if plan.adapter != "amazon-bedrock" && sign_in.is_none() {
         let secret = match key {
             Some(key) => Some(Secret::Value(key)),
             None => key_variables(provider).map(Secret::Env),
@@ -104,6 +123,16 @@ pub fn build(plan: &RoutePlan, provider: &Provider, key: Option<String>, env: &E
         };
     }
     Ok(route)
+}
+
+/// Copilot serves GPT-5 and later (but not `gpt-5-mini`) on Responses, every other model on Chat
+/// Completions (as OpenCode routes them).
+fn copilot_protocol(model: &str) -> &'static str {
+    let major =
+        model.strip_prefix("gpt-").map(|rest| rest.chars().take_while(char::is_ascii_digit).collect::<String>());
+    let responses = major.and_then(|digits| digits.parse::<u32>().ok()).is_some_and(|major| major >= 5)
+        && !model.starts_with("gpt-5-mini");
+    if responses { "openai-responses" } else { "openai-compatible-chat" }
 }
 
 /// The provider's variables that hold a key (not resource names or regions), if any.

@@ -3,9 +3,16 @@
 //! The file is written with mode 0600, atomically (a temporary file in the same directory, then a
 //! rename), so a crash never leaves a half-written file. `OPENCODE_AUTH_CONTENT` replaces the file's
 //! content when reading. Entries of a type this version does not know are kept as they are.
+//!
+//! OAuth entries expire; a [`CredentialRefresher`] (implemented by the provider auth plugins in
+//! `opencode-plugin-host`) renews one that expires within [`REFRESH_MARGIN_MS`] and saves it here
+//! before it is used. The trait lives here so that its callers (the session runtime) and its
+//! implementers need not know each other.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -54,6 +61,44 @@ impl AuthInfo {
             Self::Oauth { access, .. } => access,
             Self::Wellknown { token, .. } => token,
         }
+    }
+}
+
+impl AuthInfo {
+    /// Whether this is an OAuth entry that expires within `margin_ms` of `now_ms` (milliseconds
+    /// since the Unix epoch). `expires: 0` never expires.
+    pub fn expires_within(&self, margin_ms: u64, now_ms: u64) -> bool {
+        matches!(self, Self::Oauth { expires, .. } if *expires != 0 && *expires <= now_ms.saturating_add(margin_ms))
+    }
+}
+
+/// Renew OAuth tokens this long (5 minutes) before they expire.
+pub const REFRESH_MARGIN_MS: u64 = 5 * 60 * 1000;
+
+/// What [`CredentialRefresher::fresh`] returns.
+pub type RefreshFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<AuthInfo>, RefreshError>> + Send + 'a>>;
+
+/// Keeps stored sign-ins usable: called before a provider request is built.
+pub trait CredentialRefresher: Send + Sync {
+    /// `provider`'s credentials to use now, read from `store`. An OAuth entry that expires within
+    /// [`REFRESH_MARGIN_MS`] is refreshed and saved to `store` (atomically) first; other entries,
+    /// and providers this refresher does not know, come back as stored. `None` when nothing is
+    /// stored.
+    fn fresh<'a>(&'a self, provider: &'a str, store: &'a AuthStore) -> RefreshFuture<'a>;
+}
+
+/// A stored sign-in that could not be refreshed (or read, or saved again).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot refresh the `{provider}` sign-in: {reason}")]
+pub struct RefreshError {
+    pub provider: String,
+    pub reason: String,
+}
+
+impl RefreshError {
+    /// The command that fixes it.
+    pub fn hint(&self) -> String {
+        format!("sign in again with `opencode auth login {}`", self.provider)
     }
 }
 
@@ -219,6 +264,23 @@ mod tests {
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn oauth_entries_expire_within_the_margin_and_zero_never_expires() {
+        let oauth = |expires| AuthInfo::Oauth {
+            refresh: "r".into(),
+            access: "a".into(),
+            expires,
+            account_id: None,
+            enterprise_url: None,
+        };
+        let now = 1_000_000_000;
+        assert!(oauth(now - 1).expires_within(REFRESH_MARGIN_MS, now));
+        assert!(oauth(now + REFRESH_MARGIN_MS).expires_within(REFRESH_MARGIN_MS, now));
+        assert!(!oauth(now + REFRESH_MARGIN_MS + 1).expires_within(REFRESH_MARGIN_MS, now));
+        assert!(!oauth(0).expires_within(REFRESH_MARGIN_MS, now));
+        assert!(!AuthInfo::Api { key: "k".into(), metadata: None }.expires_within(REFRESH_MARGIN_MS, now));
     }
 
     #[test]

@@ -21,7 +21,9 @@ mod substitute;
 mod tool_output;
 
 pub use agent::{AgentConfig, AgentMode};
-pub use auth::{AuthEntry, AuthInfo, AuthStore, write_private};
+pub use auth::{
+    AuthEntry, AuthInfo, AuthStore, CredentialRefresher, REFRESH_MARGIN_MS, RefreshError, RefreshFuture, write_private,
+};
 pub use config::{
     Autoupdate, CommandConfig, CompactionConfig, Config, EnterpriseConfig, KNOWN_KEYS, McpConfig, McpOAuth,
     McpOAuthConfig, McpServerConfig, NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig, ServerConfig,

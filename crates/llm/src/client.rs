@@ -1,6 +1,7 @@
 //! The client: prepares a request for a route, sends it with bounded retries, and decodes the
 //! response stream into canonical events.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::Context;
@@ -28,6 +29,7 @@ use crate::framing::Frame;
 use crate::framing::FrameDecoder;
 use crate::protocol::EventSink;
 use crate::protocol::StreamDecoder;
+use crate::shape::RequestShape;
 
 /// Body fields no HTTP overlay may set, whether or not the protocol wrote them for this request.
 const PROTOCOL_OWNED_FIELDS: &[&str] = &[
@@ -67,6 +69,10 @@ const PROTOCOL_OWNED_FIELDS: &[&str] = &[
 /// Headers no HTTP overlay may set: credentials and framing belong to the route.
 const PROTECTED_HEADERS: &[&str] =
     &["authorization", "x-api-key", "api-key", "x-goog-api-key", "content-type", "host", "content-length"];
+
+/// Comma-list headers whose request values join the route's instead of replacing them (a route that
+/// needs a beta keeps it when a model asks for another).
+const LIST_HEADERS: &[&str] = &["anthropic-beta"];
 
 /// The most bytes read from a failed response's body.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -242,6 +248,7 @@ impl LlmClient {
             pending: VecDeque::new(),
             idle_timeout: self.options.idle_timeout,
             provider: route.provider.clone(),
+            shape: route.shape.clone(),
             secrets,
             done: false,
         };
@@ -278,6 +285,8 @@ struct Decoding {
     pending: VecDeque<LlmEvent>,
     idle_timeout: Duration,
     provider: String,
+    /// Undoes the route's tool-name prefix on the events.
+    shape: RequestShape,
     secrets: Vec<String>,
     done: bool,
 }
@@ -357,7 +366,10 @@ impl Decoding {
                     }
                     LlmEvent::Error { error: error.redact(&self.secrets) }
                 }
-                other => other,
+                mut other => {
+                    self.shape.restore(&mut other);
+                    other
+                }
             };
             self.pending.push_back(event);
         }
@@ -369,16 +381,17 @@ impl Decoding {
 
 fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmError> {
     // Requests carry whole histories (images included): copy only when there is something to merge.
-    let merged;
-    let effective = if route.defaults == RouteDefaults::default() {
-        request
+    let merged = if route.defaults == RouteDefaults::default() {
+        Cow::Borrowed(request)
     } else {
         let mut copy = request.clone();
         copy.generation = route.defaults.generation.merged(&request.generation);
         copy.options = route.defaults.options.merged(&request.options);
-        merged = copy;
-        &merged
+        Cow::Owned(copy)
     };
+    // The route's shape goes over the defaults and the request: the endpoint requires it.
+    let shaped = route.shape.apply(&merged);
+    let effective: &LlmRequest = &shaped;
 
     let mut body = route.protocol.encode(effective)?;
     if let Value::Object(fields) = &mut body {
@@ -410,6 +423,7 @@ fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmEr
     for (name, value) in &route.headers {
         prepared.set_header(name, value);
     }
+    route.shape.set_headers(effective, &mut prepared);
     for (name, value) in &request.http.headers {
         let lower = name.to_ascii_lowercase();
         if PROTECTED_HEADERS.contains(&lower.as_str()) || lower.starts_with("x-amz-") {
@@ -417,9 +431,26 @@ fn prepare(route: &Route, request: &LlmRequest) -> Result<PreparedRequest, LlmEr
                 "http.headers may not set `{name}`: credentials and content type belong to the route"
             )));
         }
-        prepared.set_header(name, value);
+        match prepared.header(&lower).filter(|_| LIST_HEADERS.contains(&lower.as_str())) {
+            Some(existing) => {
+                let joined = join_list(existing, value);
+                prepared.set_header(name, &joined);
+            }
+            None => prepared.set_header(name, value),
+        }
     }
     Ok(prepared)
+}
+
+/// `a,b` + `b,c` = `a,b,c`: the route's values first, each value once.
+fn join_list(route: &str, request: &str) -> String {
+    let mut values: Vec<&str> = Vec::new();
+    for value in route.split(',').chain(request.split(',')).map(str::trim).filter(|value| !value.is_empty()) {
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    values.join(",")
 }
 
 fn method(name: &str) -> Result<reqwest::Method, LlmError> {

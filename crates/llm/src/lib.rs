@@ -39,6 +39,7 @@ mod request;
 mod response;
 mod retry;
 mod route;
+mod shape;
 
 pub use auth::Auth;
 pub use auth::Secret;
@@ -63,3 +64,5 @@ pub use retry::RetryPolicy;
 pub use route::Endpoint;
 pub use route::Route;
 pub use route::RouteDefaults;
+pub use shape::DynamicHeader;
+pub use shape::RequestShape;

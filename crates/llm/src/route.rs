@@ -1,4 +1,4 @@
-//! A route: protocol + endpoint + auth + framing, plus per-route defaults.
+//! A route: protocol + endpoint + auth + framing, plus per-route defaults and request shaping.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use crate::GenerationControls;
 use crate::ProviderOptions;
 use crate::framing::Framing;
 use crate::protocol::Protocol;
+use crate::shape::RequestShape;
 
 /// Everything needed to send a canonical request to one provider endpoint.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct Route {
     pub headers: Vec<(String, String)>,
     /// Defaults under the request's own values.
     pub defaults: RouteDefaults,
+    /// What the endpoint requires of requests beyond the protocol (signed-in endpoints).
+    pub shape: RequestShape,
 }
 
 /// Where requests go.
@@ -57,6 +60,7 @@ impl Route {
             framing,
             headers: Vec::new(),
             defaults: RouteDefaults::default(),
+            shape: RequestShape::default(),
         }
     }
 
@@ -88,6 +92,11 @@ impl Route {
 
     pub fn with_defaults(mut self, defaults: RouteDefaults) -> Self {
         self.defaults = defaults;
+        self
+    }
+
+    pub fn with_shape(mut self, shape: RequestShape) -> Self {
+        self.shape = shape;
         self
     }
 }

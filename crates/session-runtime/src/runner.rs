@@ -183,7 +183,7 @@ impl Runner {
         let location = self.inner.location(&session.directory)?;
         if compact {
             let agent = self.inner.agent(session.agent.as_deref())?;
-            let model = self.model(&session, &agent)?;
+            let model = self.model(&session, &agent).await?;
             self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
         }
         let mut step = 1;
@@ -195,7 +195,7 @@ impl Runner {
             if self.inner.coordinator.take_compact(&self.session_id) {
                 let session = self.session().await?;
                 let agent = self.inner.agent(session.agent.as_deref())?;
-                let model = self.model(&session, &agent)?;
+                let model = self.model(&session, &agent).await?;
                 self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
             }
             let pending = self.read(|r, id| r.pending_inputs(id, None)).await?;
@@ -251,7 +251,7 @@ impl Runner {
             return Err(Stop::Failed(RuntimeError::Moved { session: session.id, directory: session.directory }));
         }
         let agent = self.inner.agent(session.agent.as_deref())?;
-        let model = self.model(&session, &agent)?;
+        let model = self.model(&session, &agent).await?;
         let span = tracing::info_span!(
             "session.turn",
             session.id = %self.session_id,
@@ -900,7 +900,7 @@ impl Runner {
         Ok((text, usage))
     }
 
-    fn model(&self, session: &Session, agent: &Agent) -> Result<TurnModel> {
+    async fn model(&self, session: &Session, agent: &Agent) -> Result<TurnModel> {
         let (provider, model, variant) = match (&session.model, &agent.model, &self.inner.config.model) {
             (Some(chosen), _, _) => (chosen.provider_id.clone(), chosen.id.clone(), chosen.variant.clone()),
             (None, Some(reference), _) | (None, None, Some(reference)) => {
@@ -913,10 +913,13 @@ impl Runner {
                 None => return Err(RuntimeError::NoModel { session: session.id.clone() }),
             },
         };
-        let auth = self.inner.auth.get(&provider)?;
+        let auth = self.inner.credentials(&provider).await?;
         let resolved =
             self.inner.catalog.resolve(&provider, &model, variant.as_deref(), auth.as_ref(), &self.inner.env)?;
-        let info = self.inner.catalog.model(&provider, &model)?.info.clone();
+        let mut info = self.inner.catalog.model(&provider, &model)?.info.clone();
+        if resolved.signed_in() {
+            info.cost = None; // A subscription pays for its tokens.
+        }
         Ok(TurnModel { resolved, info })
     }
 

@@ -11,8 +11,10 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use opencode_catalog::Catalog;
+use opencode_config::AuthInfo;
 use opencode_config::AuthStore;
 use opencode_config::Config;
+use opencode_config::CredentialRefresher;
 use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
@@ -163,10 +165,18 @@ pub struct RuntimeBuilder {
     env: Env,
     locations: Option<Arc<dyn LocationFactory>>,
     hooks: Option<Arc<dyn Hooks>>,
+    refresher: Option<Arc<dyn CredentialRefresher>>,
     options: RuntimeOptions,
 }
 
 impl RuntimeBuilder {
+    /// Refreshes stored sign-ins before each turn with this (default: the built-in provider auth
+    /// plugins, `opencode_plugin_host::auth::AuthRefresher`).
+    pub fn credentials(mut self, refresher: Arc<dyn CredentialRefresher>) -> Self {
+        self.refresher = Some(refresher);
+        self
+    }
+
     /// Opens Locations with this factory (default: [`StandardLocations`] without tools).
     pub fn locations(mut self, locations: impl LocationFactory + 'static) -> Self {
         self.locations = Some(Arc::new(locations));
@@ -200,6 +210,9 @@ impl RuntimeBuilder {
             agents: Arc::new(Agents::from_config(&AgentDirs::standard(&self.paths), &self.config)),
             compaction: CompactionSettings::from_config(&self.config),
             auth: AuthStore::new(self.paths.auth_file(), &self.env),
+            refresher: self
+                .refresher
+                .unwrap_or_else(|| Arc::new(opencode_plugin_host::auth::AuthRefresher::builtin(&self.env))),
             store: self.store,
             llm: self.llm,
             catalog: self.catalog,
@@ -256,6 +269,7 @@ impl SessionRuntime {
             env: Env::default(),
             locations: None,
             hooks: None,
+            refresher: None,
             options: RuntimeOptions::default(),
         }
     }
@@ -399,6 +413,7 @@ pub(crate) struct Inner {
     pub(crate) config: Arc<Config>,
     pub(crate) env: Env,
     pub(crate) auth: AuthStore,
+    refresher: Arc<dyn CredentialRefresher>,
     /// The one agent model: the runner reads prompts, models and step allowances from it, the tool
     /// host the same agent's permissions.
     pub(crate) agents: Arc<Agents>,
@@ -418,6 +433,13 @@ impl Inner {
     /// first provider with credentials.
     pub(crate) fn default_model(&self) -> Option<ModelChoice> {
         crate::defaults::default_model(&self.catalog, &self.config, &self.auth, &self.env)
+    }
+
+    /// `provider`'s stored credentials for a turn, its sign-in refreshed (and saved) first when it
+    /// expires within the margin.
+    pub(crate) async fn credentials(&self, provider: &str) -> Result<Option<AuthInfo>> {
+        let fresh = self.refresher.fresh(provider, &self.auth).await;
+        fresh.map_err(|err| RuntimeError::Catalog(err.into()))
     }
 
     /// The agent named `name`, or the session default (`default_agent` when selectable, else `build`).

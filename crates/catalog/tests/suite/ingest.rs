@@ -116,7 +116,9 @@ const BUNDLED_ROUTED: &[(&str, usize)] = &[
     ("azure openai-responses", 184),
     ("google gemini", 25),
     ("openai openai-responses", 106),
-    ("openai-compatible openai-compatible-chat", 4223),
+    ("github-copilot openai-compatible-chat", 16),
+    ("github-copilot openai-responses", 11),
+    ("openai-compatible openai-compatible-chat", 4196),
 ];
 const BUNDLED_UNSUPPORTED: &[(&str, usize)] = &[
     ("@ai-sdk/google-vertex", 18),
@@ -133,7 +135,9 @@ const FIXTURE_ROUTED: &[(&str, usize)] = &[
     ("azure openai-responses", 183),
     ("google gemini", 26),
     ("openai openai-responses", 110),
-    ("openai-compatible openai-compatible-chat", 4558),
+    ("github-copilot openai-compatible-chat", 16),
+    ("github-copilot openai-responses", 7),
+    ("openai-compatible openai-compatible-chat", 4535),
 ];
 const FIXTURE_UNSUPPORTED: &[(&str, usize)] = &[
     ("@ai-sdk/google-vertex", 16),

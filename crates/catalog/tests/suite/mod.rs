@@ -1,3 +1,4 @@
 mod config_merge;
 mod ingest;
 mod resolve;
+mod sign_in;

@@ -4,11 +4,16 @@
 //! format. Adding a provider is adding one module here (or, for an OpenAI-compatible provider, one
 //! row in [`compatible::PROFILES`]); any other OpenAI-compatible endpoint works with
 //! `openai-compatible` and a base URL.
+//!
+//! A [`SignIn`] (a subscription's OAuth access token) selects a provider's signed-in route instead
+//! of its API-key route: Claude Pro/Max for `anthropic`, the ChatGPT Codex backend for `openai`
+//! (reference/llm-protocols.md §11). `github-copilot` is always signed in (its key is a GitHub token).
 
 mod anthropic;
 mod azure;
 mod bedrock;
 pub mod compatible;
+mod copilot;
 mod google;
 mod openai;
 
@@ -33,6 +38,30 @@ pub struct ProviderConfig {
     pub region: Option<String>,
     /// Azure resource name; defaults to `AZURE_RESOURCE_NAME`.
     pub resource: Option<String>,
+    /// A subscription sign-in: its access token replaces the API key, and providers that have one
+    /// use their signed-in route.
+    pub sign_in: Option<SignIn>,
+}
+
+/// A subscription sign-in (OAuth), as stored by `opencode auth login`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SignIn {
+    /// The current OAuth access token (refreshed by the caller before it expires).
+    pub access_token: String,
+    /// The ChatGPT account id (OpenAI), sent as `ChatGPT-Account-Id`.
+    pub account_id: Option<String>,
+    /// The GitHub Enterprise domain (Copilot), for example `github.acme.com`.
+    pub enterprise_url: Option<String>,
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignIn")
+            .field("access_token", &"<redacted>")
+            .field("account_id", &self.account_id)
+            .field("enterprise_url", &self.enterprise_url)
+            .finish()
+    }
 }
 
 /// A provider this crate can route to.
@@ -56,7 +85,8 @@ enum Build {
 
 /// Every built-in provider.
 pub fn adapters() -> Vec<ProviderAdapter> {
-    let mut all = vec![openai::ADAPTER, anthropic::ADAPTER, google::ADAPTER, bedrock::ADAPTER, azure::ADAPTER];
+    let mut all =
+        vec![openai::ADAPTER, anthropic::ADAPTER, google::ADAPTER, bedrock::ADAPTER, azure::ADAPTER, copilot::ADAPTER];
     all.extend(compatible::adapters());
     all
 }
@@ -89,13 +119,18 @@ pub fn protocol(id: &str) -> Result<Arc<dyn Protocol>, LlmError> {
     })
 }
 
-/// The configured key, or the first of the environment variables when sending.
+/// The sign-in's access token, else the configured key, else the first of the environment
+/// variables when sending.
 fn secret(config: &ProviderConfig, env: &[&str]) -> Secret {
-    match &config.api_key {
-        Some(key) => Secret::Value(key.clone()),
-        None => Secret::Env(env.iter().map(|var| (*var).to_owned()).collect()),
+    match (&config.sign_in, &config.api_key) {
+        (Some(sign_in), _) => Secret::Value(sign_in.access_token.clone()),
+        (None, Some(key)) => Secret::Value(key.clone()),
+        (None, None) => Secret::Env(env.iter().map(|var| (*var).to_owned()).collect()),
     }
 }
+
+/// `opencode/<version>`, the user agent of requests that identify the client.
+const USER_AGENT: &str = concat!("opencode/", env!("CARGO_PKG_VERSION"));
 
 fn bearer(config: &ProviderConfig, env: &[&str]) -> Auth {
     Auth::Bearer(secret(config, env))

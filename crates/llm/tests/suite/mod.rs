@@ -1,4 +1,5 @@
 mod recorded;
+mod signed_in;
 mod streams_anthropic;
 mod streams_bedrock;
 mod streams_gemini;

@@ -29,6 +29,7 @@ pub fn mock_route(mock: &MockProvider, provider_id: &str, protocol: Option<&str>
         base_url: Some("http://placeholder.invalid/v1".to_owned()),
         region: Some("us-east-1".to_owned()),
         resource: Some("test".to_owned()),
+        sign_in: None,
     };
     let default_base = provider::route(provider_id, &ProviderConfig { base_url: None, ..config.clone() })
         .map(|route| route.endpoint.base_url)

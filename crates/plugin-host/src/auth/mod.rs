@@ -9,11 +9,14 @@
 //! flows of Anthropic Claude Pro/Max (pasted code, [`anthropic`]) and OpenAI ChatGPT Plus/Pro
 //! (local callback server, [`openai`]), sharing [`pkce`]. [`builtin_plugins`] assembles
 //! them; its environment overrides (see [`COPILOT_URL_VAR`]) point the flows at other servers.
+//! [`AuthRefresher`] offers them to the session runtime as `opencode-config`'s
+//! `CredentialRefresher`, so stored sign-ins are refreshed before each turn.
 
 pub mod anthropic;
 pub mod copilot;
 pub mod openai;
 pub mod pkce;
+mod refresher;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,8 @@ use opencode_config::AuthStore;
 use opencode_config::Env;
 
 use crate::plugin::Plugin;
+
+pub use refresher::AuthRefresher;
 
 /// Base URL of the GitHub OAuth endpoints the Copilot device flow uses (default
 /// `https://github.com`; `<base>/login/device/code` and `<base>/login/oauth/access_token`).

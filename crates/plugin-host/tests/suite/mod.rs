@@ -3,4 +3,5 @@ mod external;
 mod host;
 mod loader;
 mod pkce;
+mod refresh;
 mod support;

@@ -8,4 +8,5 @@ mod plugins;
 mod projection;
 mod recovery;
 mod registry;
+mod sign_in;
 mod support;
