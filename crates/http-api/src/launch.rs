@@ -95,7 +95,10 @@ pub fn build_runtime(
         for err in &loaded.errors {
             tracing::warn!(directory = %directory.display(), "{err} (skipped; {})", err.hint());
         }
-        let tools = RegistryTools::standard(directory, &loaded.config, &tool_paths, Arc::clone(&permissions))?;
+        // `always` approvals are the project's: loaded when its first Location opens, never shared
+        // with another project.
+        let scoped = permissions.scoped(&crate::instance::project_id(directory));
+        let tools = RegistryTools::standard(directory, &loaded.config, &tool_paths, scoped)?;
         let question = typed(opencode_tool_registry::tools::question::Question);
         for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone())), question] {
             tools

@@ -42,6 +42,7 @@ use crate::driver::DriverError;
 use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
+use crate::driver::PermissionRequest;
 use crate::driver::PromptRequest;
 use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
@@ -222,6 +223,10 @@ impl SessionDriver for RuntimeDriver {
 
     fn forwards_durable_events(&self) -> bool {
         true
+    }
+
+    fn permissions(&self) -> Vec<PermissionRequest> {
+        self.permissions.pending(None).iter().filter_map(PermissionRequest::from_pending).collect()
     }
 
     fn questions(&self) -> Vec<QuestionRequest> {
