@@ -5,6 +5,7 @@ mod approvals;
 mod auth;
 mod commands;
 mod config;
+mod directories;
 mod errors;
 mod events;
 mod files;
