@@ -11,6 +11,7 @@ mod events;
 mod files;
 mod find;
 mod openapi;
+mod plugins;
 mod projects;
 mod runtime;
 mod sdk;
