@@ -6,12 +6,9 @@ use std::sync::Arc;
 
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
-use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths, find_worktree};
-use opencode_plugin_host::auth::builtin_plugins;
-use opencode_plugin_host::loader::discover;
-use opencode_plugin_host::{PluginHost, PluginState, Requirement, StartContext};
+use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
 use opencode_session_runtime::{
-    PluginHooks, RegistryTools, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations,
+    Plugins, RegistryTools, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations,
 };
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
@@ -69,57 +66,36 @@ impl Context {
         Ok(Arc::new(Store::open(self.paths.database())?))
     }
 
-    /// The session runtime over the store, with the standard tools in every Location. Must be called
-    /// inside a tokio runtime.
+    /// The session runtime over the store, with the standard tools in every Location and the
+    /// plugins started (and awaited). Must be called inside a tokio runtime.
     pub async fn engine(&self, store: Arc<Store>, pure: bool) -> Result<Engine, CliError> {
         let (catalog, _) = self.catalog()?;
         let config = self.loaded.config.clone();
         let llm = opencode_llm::LlmClient::new().map_err(RuntimeError::Provider)?;
-        let plugins = self.plugins(pure).await?;
-        let permissions = Arc::new(Permissions::in_memory());
-        let (tool_config, tool_paths, tool_permissions, tool_plugins) =
-            (config.clone(), self.paths.clone(), Arc::clone(&permissions), Arc::clone(&plugins));
-        let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone())
-            .with_tools(move |dir| {
-                let tools = RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?;
-                for failure in tool_plugins.attach_tools(tools.registry()) {
-                    eprintln!("warning: plugin {}: tool not registered: {}", failure.plugin, failure.error);
-                }
-                Ok(Arc::new(tools))
-            })
-            .with_plugins(Arc::clone(&plugins));
-        let runtime = SessionRuntime::builder(store, llm, Arc::new(catalog), Arc::new(config), self.paths.clone())
-            .env(self.env.clone())
-            .locations(locations)
-            .hooks(Arc::new(PluginHooks::new(plugins)))
-            // `run` exits as soon as the session is idle, which would cut a background title request
-            // short: sessions made here keep their default title (or `--title`).
-            .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-            .build();
-        Ok(Engine { runtime, permissions })
-    }
-
-    /// The built-in plugins plus the external ones from config `plugin[]` and `.opencode/plugin/`
-    /// (none with `pure`), started and awaited; plugins that did not start are reported on stderr.
-    async fn plugins(&self, pure: bool) -> Result<Arc<PluginHost>, CliError> {
-        let builder = builtin_plugins(&self.env)
-            .into_iter()
-            .fold(PluginHost::builder(), |builder, plugin| builder.plugin(plugin, Requirement::Optional));
-        let project = self.cwd.join(".opencode");
-        let dirs = [project.join("plugin"), project.join("plugins")];
-        let host = discover(&self.loaded.config.plugin, &self.cwd, &dirs, pure)
-            .register(builder)
-            .start_context(StartContext { directory: self.cwd.clone(), worktree: find_worktree(&self.cwd) })
-            .build();
-        let report = host
-            .ready()
+        let plugins = Plugins::discover(&self.env, &config, &self.cwd, pure);
+        let warnings = plugins
+            .start()
             .await
             .map_err(|err| CliError::Failed { message: err.to_string(), hint: err.hint().to_owned() })?;
-        for problem in report.problems() {
-            if let PluginState::Failed(reason) | PluginState::NotLoaded(reason) = &problem.state {
-                eprintln!("warning: plugin {}: {reason}", problem.name);
-            }
+        for warning in warnings {
+            eprintln!("warning: {warning}");
         }
-        Ok(Arc::new(host))
+        let permissions = Arc::new(Permissions::in_memory());
+        let (tool_config, tool_paths, tool_permissions, tool_plugins) =
+            (config.clone(), self.paths.clone(), Arc::clone(&permissions), plugins.clone());
+        let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone()).with_tools(move |dir| {
+            let tools = RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?;
+            for warning in tool_plugins.attach_tools(tools.registry()) {
+                eprintln!("warning: {warning}");
+            }
+            Ok(Arc::new(tools))
+        });
+        let builder = SessionRuntime::builder(store, llm, Arc::new(catalog), Arc::new(config), self.paths.clone())
+            .env(self.env.clone())
+            // `run` exits as soon as the session is idle, which would cut a background title request
+            // short: sessions made here keep their default title (or `--title`).
+            .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() });
+        let runtime = plugins.wire(builder, locations).build();
+        Ok(Engine { runtime, permissions })
     }
 }

@@ -75,6 +75,11 @@ pub trait SessionDriver: Send + Sync + 'static {
         BTreeMap::new()
     }
 
+    /// Permission requests tool calls are waiting on, oldest first (`GET /permission`).
+    fn permissions(&self) -> Vec<PermissionRequest> {
+        Vec::new()
+    }
+
     /// Questions the `question` tool is waiting on, oldest first (`GET /question`).
     fn questions(&self) -> Vec<QuestionRequest> {
         Vec::new()
@@ -91,6 +96,43 @@ pub trait SessionDriver: Send + Sync + 'static {
     }
 }
 
+/// `PermissionRequest`: a pending permission ask of a tool call, as `GET /permission` and
+/// `permission.asked` show it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PermissionRequest {
+    pub id: String,
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    /// The permission key (`edit`, `bash`, `external_directory`, ...).
+    pub permission: String,
+    /// What is being done (paths, commands), matched against rule patterns.
+    pub patterns: Vec<String>,
+    pub metadata: serde_json::Map<String, Value>,
+    /// The patterns an `always` reply approves.
+    pub always: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<QuestionTool>,
+}
+
+impl PermissionRequest {
+    /// The permission ask of a pending tool-registry request (`None` for questions).
+    pub fn from_pending(request: &opencode_tool_registry::PendingRequest) -> Option<Self> {
+        let opencode_tool_registry::PendingKind::Permission(ask) = &request.kind else { return None };
+        Some(Self {
+            id: request.id.clone(),
+            session_id: request.session_id.clone(),
+            permission: ask.permission.clone(),
+            patterns: ask.patterns.clone(),
+            metadata: ask.metadata.clone(),
+            always: ask.always.clone(),
+            tool: request
+                .tool
+                .as_ref()
+                .map(|tool| QuestionTool { message_id: tool.message_id.clone(), call_id: tool.call_id.clone() }),
+        })
+    }
+}
+
 /// `QuestionRequest`: a pending `question` tool call, as `GET /question` and `question.asked` show it.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct QuestionRequest {
@@ -102,7 +144,7 @@ pub struct QuestionRequest {
     pub tool: Option<QuestionTool>,
 }
 
-/// `QuestionTool`: the tool call that asked.
+/// `QuestionTool` (and a permission request's `tool`): the tool call that asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct QuestionTool {
     #[serde(rename = "messageID")]

@@ -153,9 +153,10 @@ impl Instances {
 
     /// The stored project of `worktree`, created (or refreshed) in the store.
     fn project_for(&self, worktree: &Path) -> Result<Project, ApiError> {
-        let (id, vcs, tree) = match root_commit(worktree) {
-            Some(commit) => (commit, Some("git".to_owned()), worktree.to_string_lossy().into_owned()),
-            None => (GLOBAL_PROJECT.to_owned(), None, "/".to_owned()),
+        let id = project_id_of_worktree(worktree);
+        let (vcs, tree) = match id.as_str() {
+            GLOBAL_PROJECT => (None, "/".to_owned()),
+            _ => (Some("git".to_owned()), worktree.to_string_lossy().into_owned()),
         };
         let project = self.store.write(|tx| {
             if let Some(existing) = tx.reader().project(&id)? {
@@ -177,6 +178,17 @@ impl Instances {
         })?;
         Ok(project)
     }
+}
+
+/// The id of the project `directory` belongs to (what its sessions' `projectID` is): the root commit
+/// of its git worktree, else [`GLOBAL_PROJECT`]. Blocking (runs git).
+pub(crate) fn project_id(directory: &Path) -> String {
+    let worktree = opencode_config::find_worktree(directory).unwrap_or_else(|| directory.to_path_buf());
+    project_id_of_worktree(&worktree)
+}
+
+fn project_id_of_worktree(worktree: &Path) -> String {
+    root_commit(worktree).unwrap_or_else(|| GLOBAL_PROJECT.to_owned())
 }
 
 fn catalog_error(err: String) -> ApiError {

@@ -1,8 +1,10 @@
 //! Starting a server over the real session runtime: what `opencode serve` and the `opencode-server`
 //! binary run. [`start_server`] builds the store, the configuration of the start directory, the
-//! catalog, the provider client, the runtime (standard tools plus `todowrite`/`todoread` per
-//! Location, one permission service) and serves it; [`run_server`] adds the process environment,
-//! the listening line, and a graceful stop on SIGINT/SIGTERM.
+//! catalog, the provider client, the plugins, the runtime (each directory's own configuration,
+//! standard tools plus `todowrite`/`todoread` per Location, one permission service with per-project
+//! approvals) and serves it; the plugins start in the background (requests are answered at once,
+//! prompts wait for them). [`run_server`] adds the process environment, the listening line, and a
+//! graceful stop on SIGINT/SIGTERM.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use opencode_config::Env;
 use opencode_config::LoadOptions;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
+use opencode_session_runtime::Plugins;
 use opencode_session_runtime::RegistryTools;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::StandardLocations;
@@ -56,10 +59,12 @@ pub async fn run_server(options: ServerOptions, directory: PathBuf) -> Result<()
 pub async fn start_server(options: ServerOptions, env: Env, directory: PathBuf) -> Result<Server, ServeError> {
     let setup_env = env.clone();
     let setup_dir = directory.clone();
-    let (store, runtime, permissions, warnings) = tokio::task::spawn_blocking(move || setup(&setup_env, &setup_dir))
-        .await
-        .map_err(|err| ServeError::Setup { message: format!("set-up stopped: {err}"), hint: RETRY })??;
-    let driver = Arc::new(RuntimeDriver::new(runtime, permissions));
+    let (store, runtime, permissions, plugins, warnings) =
+        tokio::task::spawn_blocking(move || setup(&setup_env, &setup_dir))
+            .await
+            .map_err(|err| ServeError::Setup { message: format!("set-up stopped: {err}"), hint: RETRY })??;
+    start_plugins(&plugins);
+    let driver = Arc::new(RuntimeDriver::new(runtime, permissions).with_plugins(plugins));
     let paths = env.paths();
     let context = ServerContext::new(store, driver, env, paths, directory);
     let mut server = serve(options, context).await?;
@@ -73,8 +78,10 @@ pub fn store_permissions(store: Arc<Store>) -> Arc<Permissions> {
 }
 
 /// A runtime over `store` whose Locations get the standard tools plus `todowrite`/`todoread` (kept in
-/// the store) and `question` (answered over HTTP), all asking `permissions`. Each Location's tools
-/// use the configuration of its own directory; `config` is the runtime's (model, agents, providers).
+/// the store), `question` (answered over HTTP) and the plugins' tools, all asking `permissions`
+/// (scoped to the directory's project). Each directory's own configuration applies to its sessions
+/// (model, agents, providers) and tools; `config` is the start directory's.
+#[expect(clippy::too_many_arguments, reason = "the runtime's parts, each built by the caller")]
 pub fn build_runtime(
     store: Arc<Store>,
     llm: LlmClient,
@@ -83,19 +90,16 @@ pub fn build_runtime(
     paths: Paths,
     env: Env,
     permissions: Arc<Permissions>,
+    plugins: &Plugins,
 ) -> SessionRuntime {
     let todos = Arc::new(StoreTodos::new(Arc::clone(&store)));
-    let (tool_env, tool_paths) = (env.clone(), paths.clone());
-    let locations = StandardLocations::new(&config, paths.clone(), env.clone()).with_tools(move |directory| {
-        // Each directory's tools follow its own configuration (permissions, agents' permission rules,
-        // tool output limits): the runtime opens a Location once per directory, so this loads once.
-        let mut load = LoadOptions::new(tool_env.clone(), directory);
-        load.paths = tool_paths.clone();
-        let loaded = opencode_config::load(&load);
-        for err in &loaded.errors {
-            tracing::warn!(directory = %directory.display(), "{err} (skipped; {})", err.hint());
-        }
-        let tools = RegistryTools::standard(directory, &loaded.config, &tool_paths, Arc::clone(&permissions))?;
+    let (tool_paths, tool_plugins) = (paths.clone(), plugins.clone());
+    let locations = StandardLocations::new(&config, paths.clone(), env.clone()).per_directory();
+    let locations = locations.with_configured_tools(move |directory, config| {
+        // `always` approvals are the project's: loaded when its first Location opens, never shared
+        // with another project.
+        let scoped = permissions.scoped(&crate::instance::project_id(directory));
+        let tools = RegistryTools::standard(directory, config, &tool_paths, scoped)?;
         let question = typed(opencode_tool_registry::tools::question::Question);
         for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone())), question] {
             tools
@@ -103,14 +107,38 @@ pub fn build_runtime(
                 .register(tool)
                 .map_err(|err| opencode_session_runtime::RuntimeError::Tools(err.to_string()))?;
         }
+        for warning in tool_plugins.attach_tools(tools.registry()) {
+            tracing::warn!("{warning}");
+        }
         Ok(Arc::new(tools) as Arc<dyn ToolHost>)
     });
-    SessionRuntime::builder(store, llm, catalog, config, paths).env(env).locations(locations).build()
+    let builder = SessionRuntime::builder(store, llm, catalog, config, paths).env(env);
+    plugins.wire(builder, locations).build()
+}
+
+/// Starts the plugins in the background: the server answers meanwhile, prompts wait for them
+/// ([`RuntimeDriver::with_plugins`]). Plugins that did not start are warnings on stderr.
+fn start_plugins(plugins: &Plugins) {
+    let plugins = plugins.clone();
+    tokio::spawn(async move {
+        match plugins.start().await {
+            Ok(warnings) => {
+                for warning in warnings {
+                    tracing::warn!("{warning}");
+                    eprintln!("warning: {warning}");
+                }
+            }
+            Err(err) => {
+                tracing::error!(%err, "a required plugin did not start");
+                eprintln!("error: {err} ({}); prompts will fail until the server restarts", err.hint());
+            }
+        }
+    });
 }
 
 const RETRY: &str = "retry; if it persists, report it with the log";
 
-type Setup = (Arc<Store>, SessionRuntime, Arc<Permissions>, Vec<String>);
+type Setup = (Arc<Store>, SessionRuntime, Arc<Permissions>, Plugins, Vec<String>);
 
 /// Opens the store, loads configuration and catalog, and builds the runtime (blocking).
 fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
@@ -135,6 +163,7 @@ fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
     let llm = LlmClient::new().map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
     let store = Arc::new(store);
     let permissions = store_permissions(Arc::clone(&store));
+    let plugins = Plugins::discover(env, &loaded.config, directory, false);
     let runtime = build_runtime(
         Arc::clone(&store),
         llm,
@@ -143,8 +172,9 @@ fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
         paths,
         env.clone(),
         Arc::clone(&permissions),
+        &plugins,
     );
-    Ok((store, runtime, permissions, warnings))
+    Ok((store, runtime, permissions, plugins, warnings))
 }
 
 async fn wait_for_signal() {

@@ -64,6 +64,7 @@ pub use driver::DriverEvent;
 pub use driver::FilePartInput;
 pub use driver::LiveEvent;
 pub use driver::PartInput;
+pub use driver::PermissionRequest;
 pub use driver::PromptModel;
 pub use driver::PromptRequest;
 pub use driver::QuestionRequest;

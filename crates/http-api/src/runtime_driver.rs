@@ -16,6 +16,7 @@ use std::time::Duration;
 use opencode_session_runtime::DeltaKind;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::ModelChoice;
+use opencode_session_runtime::Plugins;
 use opencode_session_runtime::PromptFile;
 use opencode_session_runtime::RuntimeError;
 use opencode_session_runtime::RuntimeEvent;
@@ -42,6 +43,7 @@ use crate::driver::DriverError;
 use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
+use crate::driver::PermissionRequest;
 use crate::driver::PromptRequest;
 use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
@@ -58,6 +60,8 @@ const REPLY_PAGE: usize = 32;
 pub struct RuntimeDriver {
     runtime: SessionRuntime,
     permissions: Arc<Permissions>,
+    /// Prompts wait until these have started (none: nothing to wait for).
+    plugins: Option<Plugins>,
     events: broadcast::Sender<DriverEvent>,
     statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
     forwarder: JoinHandle<()>,
@@ -80,7 +84,20 @@ impl RuntimeDriver {
         let statuses = Arc::new(Mutex::new(BTreeMap::new()));
         let forwarder = tokio::spawn(forward(runtime.subscribe(), events.clone(), Arc::clone(&statuses)));
         let questions = tokio::spawn(forward_questions(permissions.subscribe(), events.clone()));
-        Self { runtime, permissions, events, statuses, forwarder, questions }
+        Self { runtime, permissions, plugins: None, events, statuses, forwarder, questions }
+    }
+
+    /// Prompts (and compactions) wait until `plugins` have started, which may still be under way;
+    /// a required plugin that failed fails them with its error.
+    pub fn with_plugins(mut self, plugins: Plugins) -> Self {
+        self.plugins = Some(plugins);
+        self
+    }
+
+    /// Waits for the plugins' start.
+    async fn plugins_ready(&self) -> Result<(), DriverError> {
+        let Some(plugins) = &self.plugins else { return Ok(()) };
+        plugins.ready().await.map_err(|err| DriverError::Unavailable(format!("{err} ({})", err.hint())))
     }
 
     pub fn runtime(&self) -> &SessionRuntime {
@@ -95,6 +112,7 @@ impl RuntimeDriver {
         delivery: Delivery,
     ) -> Result<SessionInput, DriverError> {
         let prompt = runtime_prompt(&session.id, request, delivery)?;
+        self.plugins_ready().await?;
         let receipt = self.runtime.prompt(prompt).await.map_err(driver_error)?;
         Ok(receipt.input)
     }
@@ -190,6 +208,7 @@ impl SessionDriver for RuntimeDriver {
 
     fn compact(&self, session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
         Box::pin(async move {
+            self.plugins_ready().await?;
             match self.runtime.compact(&session_id).await {
                 Some(DrainOutcome::Failed { message, hint }) => {
                     Err(DriverError::Failed(format!("compaction failed: {message} ({hint})")))
@@ -222,6 +241,10 @@ impl SessionDriver for RuntimeDriver {
 
     fn forwards_durable_events(&self) -> bool {
         true
+    }
+
+    fn permissions(&self) -> Vec<PermissionRequest> {
+        self.permissions.pending(None).iter().filter_map(PermissionRequest::from_pending).collect()
     }
 
     fn questions(&self) -> Vec<QuestionRequest> {

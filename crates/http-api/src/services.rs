@@ -1,8 +1,9 @@
 //! The session store behind the tool registry's service seams: [`StorePending`] keeps permission
 //! requests durably (a `permission_request` row and a `permission.asked` event per request, the reply
 //! and `permission.replied` when it settles), and [`StoreTodos`] keeps `todowrite` lists (with
-//! `todo.updated`). Both write through the store, so their events reach `/event` like every other
-//! committed event.
+//! `todo.updated`), and loads a project's saved `always` approvals for
+//! [`Permissions::scoped`](opencode_tool_registry::Permissions::scoped). Both write through the store,
+//! so their events reach `/event` like every other committed event.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::PoisonError;
 
+use opencode_config::PermissionAction;
 use opencode_session_store::PermissionReply;
 use opencode_session_store::PermissionRequest;
 use opencode_session_store::PermissionTool;
@@ -18,6 +20,7 @@ use opencode_tool_registry::PendingKind;
 use opencode_tool_registry::PendingRequest;
 use opencode_tool_registry::PendingStore;
 use opencode_tool_registry::Reply;
+use opencode_tool_registry::Rule;
 use opencode_tool_registry::tools::todo::Todo;
 use opencode_tool_registry::tools::todo::TodoStore;
 use serde_json::Value;
@@ -96,6 +99,19 @@ impl PendingStore for StorePending {
 
     fn pending(&self, session_id: Option<&str>) -> Vec<PendingRequest> {
         self.open().values().filter(|r| session_id.is_none_or(|id| r.session_id == id)).cloned().collect()
+    }
+
+    /// The project's saved approvals (`permission_saved` rows, written when an `always` reply is
+    /// stored) as allow rules.
+    fn approvals(&self, project: &str) -> Vec<Rule> {
+        let saved = self.store.read(|r| r.saved_approvals(project)).unwrap_or_else(|err| {
+            tracing::warn!(%err, project, "cannot read the saved approvals; they are asked again");
+            Vec::new()
+        });
+        saved
+            .into_iter()
+            .map(|approval| Rule::new(approval.action, approval.resource, PermissionAction::Allow))
+            .collect()
     }
 }
 

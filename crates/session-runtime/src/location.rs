@@ -1,13 +1,16 @@
-//! Location-scoped services: the System Context Registry and the tools of one directory. A session's
-//! drain runs against the Location of the session's directory; the runtime opens each Location once
-//! and keeps it.
+//! Location-scoped services: the System Context Registry, the tools, and (when it differs from the
+//! runtime's) the configuration of one directory, with its agents and model catalog. A session's drain
+//! runs against the Location of the session's directory; the runtime opens each Location once and
+//! keeps it.
 
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use opencode_catalog::Catalog;
 use opencode_config::Config;
 use opencode_config::Env;
+use opencode_config::LoadOptions;
 use opencode_config::Paths;
 use opencode_plugin_host::PluginHost;
 use opencode_system_context::Contribution;
@@ -17,6 +20,8 @@ use opencode_system_context::builtin::DateSource;
 use opencode_system_context::builtin::Environment;
 use opencode_system_context::builtin::InstructionSettings;
 use opencode_system_context::builtin::Instructions;
+use opencode_tool_registry::AgentDirs;
+use opencode_tool_registry::Agents;
 
 use crate::error::Result;
 use crate::tools::NoTools;
@@ -29,6 +34,18 @@ pub struct Location {
     pub tools: Arc<dyn ToolHost>,
     /// Keeps the registered contributions alive for as long as the Location lives.
     pub contributions: Vec<Contribution>,
+    /// The directory's own configuration when it is not the runtime's (`None`: the runtime's applies).
+    pub own: Option<Arc<LocationConfig>>,
+}
+
+/// A directory's own configuration: its `model`, agents (with their models, prompts and permission
+/// rules) and providers, which the runner uses for the sessions of that directory.
+#[derive(Debug, Clone)]
+pub struct LocationConfig {
+    pub config: Arc<Config>,
+    pub agents: Arc<Agents>,
+    /// The model catalog with this configuration's providers and options applied.
+    pub catalog: Arc<Catalog>,
 }
 
 impl std::fmt::Debug for Location {
@@ -42,16 +59,20 @@ pub trait LocationFactory: Send + Sync {
     fn open(&self, directory: &Path) -> Result<Location>;
 }
 
-type ToolsFor = Arc<dyn Fn(&Path) -> Result<Arc<dyn ToolHost>> + Send + Sync>;
+type ToolsFor = Arc<dyn Fn(&Path, &Config) -> Result<Arc<dyn ToolHost>> + Send + Sync>;
 
 /// The standard Location: the built-in Context Sources (environment, host-local date, ambient
 /// instructions from `AGENTS.md`/`CLAUDE.md` and config `instructions`) and the tools `tools` builds
-/// for the directory (none by default).
+/// for the directory (none by default). With [`StandardLocations::per_directory`], each directory's
+/// own configuration applies to it.
 #[derive(Clone)]
 pub struct StandardLocations {
     paths: Paths,
     env: Env,
-    instructions: Vec<String>,
+    /// The runtime's configuration (the start directory's).
+    config: Arc<Config>,
+    /// Load each directory's own configuration.
+    per_directory: bool,
     date: DateSource,
     tools: ToolsFor,
     plugins: Option<Arc<PluginHost>>,
@@ -68,11 +89,21 @@ impl StandardLocations {
         Self {
             paths,
             env,
-            instructions: config.instructions.clone(),
+            config: Arc::new(config.clone()),
+            per_directory: false,
             date: DateSource::host_local(),
-            tools: Arc::new(|_| Ok(Arc::new(NoTools))),
+            tools: Arc::new(|_, _| Ok(Arc::new(NoTools))),
             plugins: None,
         }
+    }
+
+    /// Loads each directory's configuration (global, then the project's files and `.opencode/`) when
+    /// its Location opens; where it differs from the runtime's, the directory's `model`, agents,
+    /// providers and instructions apply to its sessions, and its tools are built with it.
+    /// Unreadable files are skipped with a warning in the log.
+    pub fn per_directory(mut self) -> Self {
+        self.per_directory = true;
+        self
     }
 
     /// Replaces the date source (tests pin the date).
@@ -83,6 +114,16 @@ impl StandardLocations {
 
     /// Builds each Location's tools with `tools` (for example [`crate::RegistryTools::standard`]).
     pub fn with_tools(mut self, tools: impl Fn(&Path) -> Result<Arc<dyn ToolHost>> + Send + Sync + 'static) -> Self {
+        self.tools = Arc::new(move |directory, _| tools(directory));
+        self
+    }
+
+    /// Builds each Location's tools with `tools`, given the configuration that applies in the
+    /// directory (its own with [`StandardLocations::per_directory`], else the runtime's).
+    pub fn with_configured_tools(
+        mut self,
+        tools: impl Fn(&Path, &Config) -> Result<Arc<dyn ToolHost>> + Send + Sync + 'static,
+    ) -> Self {
         self.tools = Arc::new(tools);
         self
     }
@@ -100,23 +141,53 @@ impl LocationFactory for StandardLocations {
         let worktree = opencode_config::find_worktree(directory);
         let root = worktree.clone().unwrap_or_else(|| directory.to_path_buf());
         let environment = Environment::new(directory, &root, worktree.is_some());
+        let own = if self.per_directory { self.own_config(directory)? } else { None };
+        let config = own.as_ref().map_or(&self.config, |own| &own.config);
         let instructions = Instructions::new(InstructionSettings {
             global_config_dir: self.paths.config.clone(),
             home_dir: self.env.get("HOME").map(PathBuf::from),
             directory: directory.to_path_buf(),
             project_root: root,
-            instructions: self.instructions.clone(),
+            instructions: config.instructions.clone(),
             disable_project_config: self.env.flag("OPENCODE_DISABLE_PROJECT_CONFIG"),
             disable_claude_code: self.env.flag("OPENCODE_DISABLE_CLAUDE_CODE")
                 || self.env.flag("OPENCODE_DISABLE_CLAUDE_CODE_PROMPT"),
         });
         let context = SystemContextRegistry::new();
         let mut contributions = builtin::register_builtins(&context, environment, self.date.clone(), instructions)?;
-        let tools = (self.tools)(directory)?;
+        let tools = (self.tools)(directory, config)?;
         contributions.extend(tools.register_context(&context)?);
         for failure in self.plugins.iter().flat_map(|plugins| plugins.attach_context(&context)) {
             tracing::warn!(plugin = %failure.plugin, "plugin context source not registered: {}", failure.error);
         }
-        Ok(Location { directory: directory.to_path_buf(), context, tools, contributions })
+        Ok(Location { directory: directory.to_path_buf(), context, tools, contributions, own })
+    }
+}
+
+impl StandardLocations {
+    /// The directory's configuration, with its agents and catalog, when it differs from the
+    /// runtime's (the start directory and folders without configuration of their own share it).
+    fn own_config(&self, directory: &Path) -> Result<Option<Arc<LocationConfig>>> {
+        let mut load = LoadOptions::new(self.env.clone(), directory);
+        load.paths = self.paths.clone();
+        let loaded = opencode_config::load(&load);
+        for err in &loaded.errors {
+            tracing::warn!(directory = %directory.display(), "{err} (skipped; {})", err.hint());
+        }
+        if loaded.config == *self.config {
+            return Ok(None);
+        }
+        // Read on demand: only directories with configuration of their own pay for a catalog.
+        let (catalog, _origin, problems) = opencode_catalog::source::load(&self.paths, &self.env)?;
+        for problem in problems {
+            tracing::warn!(directory = %directory.display(), %problem, "model catalog source skipped");
+        }
+        let catalog = catalog.with_config(&loaded.config)?;
+        let agents = Agents::from_config(&AgentDirs::standard(&self.paths), &loaded.config);
+        Ok(Some(Arc::new(LocationConfig {
+            config: Arc::new(loaded.config),
+            agents: Arc::new(agents),
+            catalog: Arc::new(catalog),
+        })))
     }
 }

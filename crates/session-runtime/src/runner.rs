@@ -182,7 +182,7 @@ impl Runner {
         self.recover().await?;
         let location = self.inner.location(&session.directory)?;
         if compact {
-            let agent = self.inner.agent(session.agent.as_deref())?;
+            let agent = self.inner.session_agent(&session)?;
             let model = self.model(&session, &agent).await?;
             self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
         }
@@ -194,7 +194,7 @@ impl Runner {
             }
             if self.inner.coordinator.take_compact(&self.session_id) {
                 let session = self.session().await?;
-                let agent = self.inner.agent(session.agent.as_deref())?;
+                let agent = self.inner.session_agent(&session)?;
                 let model = self.model(&session, &agent).await?;
                 self.compact(&location, &agent, &model, CompactionReason::Manual).await?;
             }
@@ -250,7 +250,7 @@ impl Runner {
         if session.directory != location.directory.display().to_string() {
             return Err(Stop::Failed(RuntimeError::Moved { session: session.id, directory: session.directory }));
         }
-        let agent = self.inner.agent(session.agent.as_deref())?;
+        let agent = self.inner.session_agent(&session)?;
         let model = self.model(&session, &agent).await?;
         let span = tracing::info_span!(
             "session.turn",
@@ -900,23 +900,26 @@ impl Runner {
         Ok((text, usage))
     }
 
+    /// The turn's model: the session's, else its agent's, else config `model` (of the session's
+    /// directory), else the default; resolved through that directory's catalog.
     async fn model(&self, session: &Session, agent: &Agent) -> Result<TurnModel> {
-        let (provider, model, variant) = match (&session.model, &agent.model, &self.inner.config.model) {
+        let settings = self.inner.settings(&session.directory)?;
+        let (provider, model, variant) = match (&session.model, &agent.model, &settings.config.model) {
             (Some(chosen), _, _) => (chosen.provider_id.clone(), chosen.id.clone(), chosen.variant.clone()),
             (None, Some(reference), _) | (None, None, Some(reference)) => {
                 let choice = crate::runtime::ModelChoice::parse(reference)?;
                 let variant = if agent.model.is_some() { agent.variant.clone() } else { None };
                 (choice.provider, choice.model, variant)
             }
-            (None, None, None) => match self.inner.default_model() {
+            (None, None, None) => match settings.default_model(&self.inner) {
                 Some(choice) => (choice.provider, choice.model, None),
                 None => return Err(RuntimeError::NoModel { session: session.id.clone() }),
             },
         };
         let auth = self.inner.credentials(&provider).await?;
         let resolved =
-            self.inner.catalog.resolve(&provider, &model, variant.as_deref(), auth.as_ref(), &self.inner.env)?;
-        let mut info = self.inner.catalog.model(&provider, &model)?.info.clone();
+            settings.catalog.resolve(&provider, &model, variant.as_deref(), auth.as_ref(), &self.inner.env)?;
+        let mut info = settings.catalog.model(&provider, &model)?.info.clone();
         if resolved.signed_in() {
             info.cost = None; // A subscription pays for its tokens.
         }

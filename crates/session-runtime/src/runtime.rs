@@ -320,11 +320,16 @@ impl SessionRuntime {
         if request.text.trim().is_empty() && request.files.is_empty() {
             return Err(RuntimeError::InvalidPrompt("the prompt has neither text nor files".to_owned()));
         }
-        if let Some(agent) = &request.agent {
-            self.inner.agent(Some(agent))?;
-        }
-        if let Some(model) = &request.model {
-            self.inner.catalog.model(&model.provider, &model.model)?;
+        if request.agent.is_some() || request.model.is_some() {
+            // Checked against the session's directory: its configuration names the agents and models.
+            let session = self.session(&request.session_id).await?;
+            let settings = self.inner.settings(&session.directory)?;
+            if let Some(agent) = &request.agent {
+                settings.agent(Some(agent))?;
+            }
+            if let Some(model) = &request.model {
+                settings.catalog.model(&model.provider, &model.model)?;
+            }
         }
         let prompt = serde_json::to_value(StoredPrompt { text: request.text, files: request.files })
             .map_err(RuntimeError::internal)?;
@@ -364,8 +369,15 @@ impl SessionRuntime {
         let session_id = request.session_id.clone();
         let receipt = self.prompt(PromptRequest { admit_only: false, ..request }).await?;
         let outcome = self.wait_idle(&session_id).await.unwrap_or(DrainOutcome::Idle);
+        let session = self.session(&session_id).await?;
+        Ok(RunResult { receipt, outcome, session })
+    }
+
+    /// The stored session (`NotFound` when unknown).
+    async fn session(&self, session_id: &str) -> Result<Session> {
         let store = Arc::clone(&self.inner.store);
-        let session = blocking(move || {
+        let session_id = session_id.to_owned();
+        blocking(move || {
             store.read(|r| {
                 r.session(&session_id)?.ok_or_else(|| opencode_session_store::StoreError::NotFound {
                     kind: "session",
@@ -373,8 +385,7 @@ impl SessionRuntime {
                 })
             })
         })
-        .await?;
-        Ok(RunResult { receipt, outcome, session })
+        .await
     }
 
     /// Schedules a drain of the session (coalesced with a running one). A drain with nothing admitted
@@ -429,10 +440,9 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// The model when neither the session, its agent nor config names one: the best model of the
-    /// first provider with credentials.
-    pub(crate) fn default_model(&self) -> Option<ModelChoice> {
-        crate::defaults::default_model(&self.catalog, &self.config, &self.auth, &self.env)
+    /// The session's agent, from the configuration of the session's directory.
+    pub(crate) fn session_agent(&self, session: &Session) -> Result<Arc<Agent>> {
+        self.settings(&session.directory)?.agent(session.agent.as_deref())
     }
 
     /// `provider`'s stored credentials for a turn, its sign-in refreshed (and saved) first when it
@@ -442,13 +452,50 @@ impl Inner {
         fresh.map_err(|err| RuntimeError::Catalog(err.into()))
     }
 
-    /// The agent named `name`, or the session default (`default_agent` when selectable, else `build`).
-    pub(crate) fn agent(&self, name: Option<&str>) -> Result<Arc<Agent>> {
-        self.agents.resolve(name).ok_or_else(|| RuntimeError::UnknownAgent {
-            name: name.unwrap_or(opencode_tool_registry::DEFAULT_AGENT).to_owned(),
-            known: self.agents.iter().map(|agent| agent.name.as_str()).collect::<Vec<_>>().join(", "),
+    /// What applies in `directory`: its Location's own configuration, agents and catalog, else the
+    /// runtime's.
+    pub(crate) fn settings(&self, directory: &str) -> Result<Settings> {
+        let location = self.location(directory)?;
+        Ok(match &location.own {
+            Some(own) => Settings {
+                config: Arc::clone(&own.config),
+                agents: Arc::clone(&own.agents),
+                catalog: Arc::clone(&own.catalog),
+            },
+            None => Settings {
+                config: Arc::clone(&self.config),
+                agents: Arc::clone(&self.agents),
+                catalog: Arc::clone(&self.catalog),
+            },
         })
     }
+}
+
+/// The configuration, agents and model catalog that apply in one directory.
+pub(crate) struct Settings {
+    pub(crate) config: Arc<Config>,
+    pub(crate) agents: Arc<Agents>,
+    pub(crate) catalog: Arc<Catalog>,
+}
+
+impl Settings {
+    /// The model when neither the session, its agent nor config names one: the best model of the
+    /// first provider with credentials.
+    pub(crate) fn default_model(&self, inner: &Inner) -> Option<ModelChoice> {
+        crate::defaults::default_model(&self.catalog, &self.config, &inner.auth, &inner.env)
+    }
+
+    /// The agent named `name`, or the default one.
+    pub(crate) fn agent(&self, name: Option<&str>) -> Result<Arc<Agent>> {
+        resolve_agent(&self.agents, name)
+    }
+}
+
+fn resolve_agent(agents: &Agents, name: Option<&str>) -> Result<Arc<Agent>> {
+    agents.resolve(name).ok_or_else(|| RuntimeError::UnknownAgent {
+        name: name.unwrap_or(opencode_tool_registry::DEFAULT_AGENT).to_owned(),
+        known: agents.iter().map(|agent| agent.name.as_str()).collect::<Vec<_>>().join(", "),
+    })
 }
 
 impl Inner {

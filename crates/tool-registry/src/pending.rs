@@ -118,6 +118,12 @@ pub trait PendingStore: Send + Sync {
     fn resolve(&self, id: &str, reply: &Reply) -> Result<(), String>;
     /// Requests still pending, oldest first, for one session or all.
     fn pending(&self, session_id: Option<&str>) -> Vec<PendingRequest>;
+    /// The `always` approvals saved earlier in `scope` (a project), oldest first: loaded once, when
+    /// [`Permissions::scoped`] first opens the scope. Saving them is the store's part of recording an
+    /// `always` reply.
+    fn approvals(&self, _scope: &str) -> Vec<Rule> {
+        Vec::new()
+    }
 }
 
 /// In-memory [`PendingStore`].
@@ -144,18 +150,32 @@ impl ReplyError {
     }
 }
 
-/// The permission and question service of one instance (project).
+/// The permission and question service: pending requests, replies, and the rules `always` replies
+/// added. One service can hand out [`Permissions::scoped`] views (one per project) that share its
+/// pending requests, replies and events but keep their own approvals, so that what was approved in
+/// one project never applies in another.
 pub struct Permissions {
+    hub: Arc<Hub>,
+    /// Rules added by `always` replies in this scope; evaluated after every agent's ruleset.
+    approved: Approved,
+}
+
+/// What every view of one service shares.
+struct Hub {
     store: Arc<dyn PendingStore>,
-    /// Rules added by `always` replies; evaluated after every agent's ruleset.
-    approved: Mutex<Ruleset>,
     waiting: Mutex<HashMap<String, Waiter>>,
     events: broadcast::Sender<PendingEvent>,
+    /// The approvals of each scope opened so far (loaded from the store once).
+    scopes: Mutex<HashMap<String, Approved>>,
 }
+
+type Approved = Arc<Mutex<Ruleset>>;
 
 struct Waiter {
     request: PendingRequest,
     ruleset: Ruleset,
+    /// The approvals of the view that asked: an `always` reply adds to them.
+    approved: Approved,
     reply: oneshot::Sender<Reply>,
 }
 
@@ -168,7 +188,25 @@ impl std::fmt::Debug for Permissions {
 impl Permissions {
     pub fn new(store: Arc<dyn PendingStore>) -> Self {
         let (events, _) = broadcast::channel(256);
-        Self { store, approved: Mutex::new(Ruleset::default()), waiting: Mutex::new(HashMap::new()), events }
+        let hub = Hub { store, waiting: Mutex::new(HashMap::new()), events, scopes: Mutex::new(HashMap::new()) };
+        Self { hub: Arc::new(hub), approved: Approved::default() }
+    }
+
+    /// The view of this service for `scope` (a project id): the same pending requests, replies and
+    /// events, with the scope's own approvals, loaded from the store the first time the scope is
+    /// opened and shared by every later view of it.
+    pub fn scoped(&self, scope: &str) -> Arc<Permissions> {
+        let mut scopes = lock(&self.hub.scopes);
+        let approved = scopes
+            .entry(scope.to_owned())
+            .or_insert_with(|| Arc::new(Mutex::new(Ruleset(self.hub.store.approvals(scope)))))
+            .clone();
+        Arc::new(Self { hub: Arc::clone(&self.hub), approved })
+    }
+
+    /// The rules `always` replies approved in this view's scope, oldest first.
+    pub fn approved(&self) -> Ruleset {
+        lock(&self.approved).clone()
     }
 
     pub fn in_memory() -> Self {
@@ -176,7 +214,7 @@ impl Permissions {
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<PendingEvent> {
-        self.events.subscribe()
+        self.hub.events.subscribe()
     }
 
     /// What the rules say about `ask` for an agent, without asking anyone: deny if any pattern is
@@ -225,17 +263,18 @@ impl Permissions {
 
     /// Pending requests, oldest first.
     pub fn pending(&self, session_id: Option<&str>) -> Vec<PendingRequest> {
-        self.store.pending(session_id)
+        self.hub.store.pending(session_id)
     }
 
-    /// Applies the user's reply. `always` approves the request's `always` patterns and settles other
-    /// pending requests of the session that the rules now allow; `reject` also rejects the session's
-    /// other pending requests.
+    /// Applies the user's reply (through any view: the request knows the view that asked). `always`
+    /// approves the request's `always` patterns in the asking view's scope and settles other pending
+    /// requests of the session that the rules now allow; `reject` also rejects the session's other
+    /// pending requests.
     pub fn reply(&self, id: &str, reply: Reply) -> Result<(), ReplyError> {
-        let waiter = lock(&self.waiting).remove(id);
+        let waiter = lock(&self.hub.waiting).remove(id);
         let Some(waiter) = waiter else {
             // A durable request whose call is gone (e.g. after a restart): record the reply only.
-            if self.store.pending(None).iter().any(|request| request.id == id) {
+            if self.hub.store.pending(None).iter().any(|request| request.id == id) {
                 return self.settle_stored(id, &reply);
             }
             return Err(ReplyError::NotFound(id.to_owned()));
@@ -244,7 +283,7 @@ impl Permissions {
         if reply == Reply::Always
             && let PendingKind::Permission(ask) = &waiter.request.kind
         {
-            let mut approved = lock(&self.approved);
+            let mut approved = lock(&waiter.approved);
             for pattern in &ask.always {
                 approved.push(Rule::new(&ask.permission, pattern, PermissionAction::Allow));
             }
@@ -258,15 +297,14 @@ impl Permissions {
     }
 
     fn cascade(&self, session_id: &str, reply: &Reply) -> Vec<(Waiter, Reply)> {
-        let mut waiting = lock(&self.waiting);
-        let approved = lock(&self.approved).clone();
+        let mut waiting = lock(&self.hub.waiting);
         let ids: Vec<String> = waiting
             .iter()
             .filter(|(_, waiter)| waiter.request.session_id == session_id)
             .filter(|(_, waiter)| match (reply, &waiter.request.kind) {
                 (Reply::Reject { .. }, _) => true,
                 (Reply::Always, PendingKind::Permission(ask)) => {
-                    evaluate_all(&waiter.ruleset, &approved, ask) == PermissionAction::Allow
+                    evaluate_all(&waiter.ruleset, &lock(&waiter.approved), ask) == PermissionAction::Allow
                 }
                 _ => false,
             })
@@ -289,11 +327,12 @@ impl Permissions {
     }
 
     fn settle_stored(&self, id: &str, reply: &Reply) -> Result<(), ReplyError> {
-        let session_id = self.store.pending(None).into_iter().find(|r| r.id == id).map(|r| r.session_id);
-        self.store.resolve(id, reply).map_err(|reason| ReplyError::Store { id: id.to_owned(), reason })?;
+        let store = &self.hub.store;
+        let session_id = store.pending(None).into_iter().find(|r| r.id == id).map(|r| r.session_id);
+        store.resolve(id, reply).map_err(|reason| ReplyError::Store { id: id.to_owned(), reason })?;
         if let Some(session_id) = session_id {
             // No subscriber is fine: events are advisory.
-            let _ = self.events.send(PendingEvent::Replied { id: id.to_owned(), session_id, reply: reply.clone() });
+            let _ = self.hub.events.send(PendingEvent::Replied { id: id.to_owned(), session_id, reply: reply.clone() });
         }
         Ok(())
     }
@@ -306,26 +345,37 @@ impl Permissions {
         kind: PendingKind,
         cancel: &CancellationToken,
     ) -> Result<Reply, ToolError> {
+        // OpenCode's prefixes: `per` for permission requests, `que` for questions.
+        let prefix = match kind {
+            PendingKind::Permission(_) => "per_",
+            PendingKind::Question { .. } => "que_",
+        };
         let request = PendingRequest {
-            id: crate::id::ascending("per_"),
+            id: crate::id::ascending(prefix),
             session_id: session_id.to_owned(),
             agent: agent.name.clone(),
             kind,
             tool,
         };
-        self.store
+        self.hub
+            .store
             .insert(&request)
             .map_err(|reason| ToolError::fatal(format!("cannot record a pending request: {reason}")))?;
         let (sender, receiver) = oneshot::channel();
         let id = request.id.clone();
-        lock(&self.waiting)
-            .insert(id.clone(), Waiter { request: request.clone(), ruleset: agent.permission.clone(), reply: sender });
-        let _ = self.events.send(PendingEvent::Asked(request));
+        let waiter = Waiter {
+            request: request.clone(),
+            ruleset: agent.permission.clone(),
+            approved: Arc::clone(&self.approved),
+            reply: sender,
+        };
+        lock(&self.hub.waiting).insert(id.clone(), waiter);
+        let _ = self.hub.events.send(PendingEvent::Asked(request));
         tokio::select! {
             reply = receiver => reply.map_err(|_| ToolError::Interrupted),
             () = cancel.cancelled() => {
-                if let Some(waiter) = lock(&self.waiting).remove(&id)
-                    && let Err(err) = self.store.resolve(&waiter.request.id, &Reply::Reject { message: None })
+                if let Some(waiter) = lock(&self.hub.waiting).remove(&id)
+                    && let Err(err) = self.hub.store.resolve(&waiter.request.id, &Reply::Reject { message: None })
                 {
                     tracing::warn!(%id, %err, "cannot close an interrupted pending request");
                 }

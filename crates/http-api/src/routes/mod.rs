@@ -5,6 +5,7 @@ mod command;
 mod config;
 mod files;
 mod global;
+mod permission;
 mod project;
 mod question;
 mod search;
@@ -172,6 +173,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(search::ops());
     ops.extend(command::ops());
     ops.extend(shell::ops());
+    ops.extend(permission::ops());
     ops.extend(question::ops());
     ops.extend(config::ops());
     ops.extend(share::ops());

@@ -36,23 +36,7 @@ pub(crate) struct QuestionReplyBody {
 
 async fn list_route(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Vec<QuestionRequest>>, ApiError> {
     let questions = s.inner.driver.questions();
-    if questions.is_empty() {
-        return Ok(Json(questions));
-    }
-    // Only the instance's own sessions' questions (as OpenCode's per-instance state does).
-    let (project, directory, global) = (i.project.id.clone(), i.directory_str(), i.is_global());
-    s.read(move |r| {
-        let mut mine = Vec::new();
-        for question in questions {
-            let Some(session) = r.session(&question.session_id)? else { continue };
-            if session.project_id == project && (!global || session.directory == directory) {
-                mine.push(question);
-            }
-        }
-        Ok(mine)
-    })
-    .await
-    .map(Json)
+    super::permission::own_sessions(&s, &i, questions, |question| &question.session_id).await.map(Json)
 }
 
 async fn reply_route(

@@ -1,15 +1,18 @@
 //! A real server on 127.0.0.1:0 with the echo driver (or, in `runtime`, the session runtime against the
 //! mock provider), over temporary directories, and a reqwest client.
 
+mod approvals;
 mod auth;
 mod commands;
 mod config;
+mod directories;
 mod errors;
 mod events;
 mod files;
 mod find;
 mod fuzz;
 mod openapi;
+mod plugins;
 mod projects;
 mod runtime;
 mod sdk;

@@ -265,3 +265,77 @@ fn user_config_layers_after_agent_defaults() {
     assert_eq!(build.permission.evaluate("bash", "make"), Ask);
     assert_eq!(agents.get("plan").unwrap().permission.evaluate("bash", "git log"), Allow);
 }
+
+/// Saved approvals per scope, as the session store would return them.
+struct SavedApprovals(opencode_tool_registry::MemoryPendingStore);
+
+impl opencode_tool_registry::PendingStore for SavedApprovals {
+    fn insert(&self, request: &opencode_tool_registry::PendingRequest) -> Result<(), String> {
+        self.0.insert(request)
+    }
+
+    fn resolve(&self, id: &str, reply: &Reply) -> Result<(), String> {
+        self.0.resolve(id, reply)
+    }
+
+    fn pending(&self, session_id: Option<&str>) -> Vec<opencode_tool_registry::PendingRequest> {
+        self.0.pending(session_id)
+    }
+
+    fn approvals(&self, scope: &str) -> Vec<opencode_tool_registry::Rule> {
+        match scope {
+            "saved" => vec![opencode_tool_registry::Rule::new("read", ".env", Allow)],
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn always_approvals_stay_in_their_scope_and_saved_ones_load() {
+    let env = Env::new();
+    let build = env.agent("build");
+    let root = Permissions::new(Arc::new(SavedApprovals(Default::default())));
+    let (a, b) = (root.scoped("a"), root.scoped("b"));
+    let mut events = root.subscribe();
+    let cancel = CancellationToken::new();
+
+    let waiting = {
+        let (a, build, cancel) = (Arc::clone(&a), Arc::clone(&build), cancel.clone());
+        tokio::spawn(async move { a.ask("s1", &build, None, ask("read", ".env"), &cancel).await })
+    };
+    let request = next_ask(&mut events).await;
+    assert!(request.id.starts_with("per_"), "{}", request.id);
+    // Any view answers: the request knows the scope that asked.
+    root.reply(&request.id, Reply::Always).unwrap();
+    waiting.await.unwrap().unwrap();
+    assert_eq!(a.evaluate(&build.permission, &ask("read", ".env")), Allow);
+    assert_eq!(root.scoped("a").evaluate(&build.permission, &ask("read", ".env")), Allow);
+    assert_eq!(b.evaluate(&build.permission, &ask("read", ".env")), Ask);
+    assert_eq!(root.evaluate(&build.permission, &ask("read", ".env")), Ask);
+    // A scope's saved approvals apply from its first view on.
+    assert_eq!(root.scoped("saved").evaluate(&build.permission, &ask("read", ".env")), Allow);
+    assert_eq!(root.scoped("saved").approved().0.len(), 1);
+}
+
+#[tokio::test]
+async fn questions_have_opencode_question_ids() {
+    let env = Env::new();
+    let build = env.agent("build");
+    let permissions = Arc::clone(&env.permissions);
+    let mut events = permissions.subscribe();
+    let cancel = CancellationToken::new();
+    let question = opencode_tool_registry::Question {
+        question: "Which?".into(),
+        header: "Which".into(),
+        options: vec![],
+        multiple: None,
+    };
+    let waiting = {
+        let (permissions, build, cancel) = (Arc::clone(&permissions), Arc::clone(&build), cancel.clone());
+        tokio::spawn(async move { permissions.question("s1", &build, None, vec![question], &cancel).await })
+    };
+    let request = next_ask(&mut events).await;
+    assert!(request.id.starts_with("que_"), "{}", request.id);
+    permissions.reply(&request.id, Reply::Answer { answers: vec![vec!["x".into()]] }).unwrap();
+    assert_eq!(waiting.await.unwrap().unwrap(), vec![vec!["x".to_owned()]]);
+}

@@ -1,0 +1,99 @@
+//! Plugin start-up, the same for every front end (`opencode run`, `opencode serve`, the server
+//! binary): the built-in plugins (provider sign-ins) and the external ones that config `plugin[]` and
+//! `.opencode/plugin(s)/` name, one [`PluginHost`] per process, wired into the runtime as its hooks
+//! and into every Location (Context Sources through [`StandardLocations::with_plugins`], tools through
+//! [`Plugins::attach_tools`] in the Location's tool builder).
+//!
+//! Building the host starts nothing: [`Plugins::start`] starts every plugin (once) and waits. A
+//! front end that must answer at once (the server) calls it in the background and awaits
+//! [`Plugins::ready`] before a prompt; a failed optional plugin is a warning line, a failed required
+//! one the error every prompt gets.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use opencode_config::Config;
+use opencode_config::Env;
+use opencode_plugin_host::PluginError;
+use opencode_plugin_host::PluginHost;
+use opencode_plugin_host::PluginState;
+use opencode_plugin_host::Requirement;
+use opencode_plugin_host::StartContext;
+use opencode_plugin_host::auth::builtin_plugins;
+use opencode_plugin_host::loader::discover;
+use opencode_tool_registry::ToolRegistry;
+
+use crate::hooks::PluginHooks;
+use crate::location::StandardLocations;
+use crate::runtime::RuntimeBuilder;
+
+/// The plugins of one process (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct Plugins {
+    host: Arc<PluginHost>,
+}
+
+impl Plugins {
+    /// The built-in plugins (optional) plus the external ones from `config.plugin` (paths relative to
+    /// `directory`) and `directory/.opencode/plugin(s)/`; with `pure`, no external plugin runs (they
+    /// are reported as skipped). Reads directories; starts nothing.
+    pub fn discover(env: &Env, config: &Config, directory: &Path, pure: bool) -> Self {
+        let builder = builtin_plugins(env)
+            .into_iter()
+            .fold(PluginHost::builder(), |builder, plugin| builder.plugin(plugin, Requirement::Optional));
+        let project = directory.join(".opencode");
+        let dirs = [project.join("plugin"), project.join("plugins")];
+        let start =
+            StartContext { directory: directory.to_path_buf(), worktree: opencode_config::find_worktree(directory) };
+        let host = discover(&config.plugin, directory, &dirs, pure).register(builder).start_context(start).build();
+        Self { host: Arc::new(host) }
+    }
+
+    /// Plugins over an existing host (tests, embedders with plugins of their own).
+    pub fn from_host(host: Arc<PluginHost>) -> Self {
+        Self { host }
+    }
+
+    pub fn host(&self) -> &Arc<PluginHost> {
+        &self.host
+    }
+
+    /// Starts every plugin (once; later calls wait for the same start) and reports the ones that did
+    /// not start or were not loaded, one warning line each. Fails when a required plugin failed.
+    pub async fn start(&self) -> Result<Vec<String>, PluginError> {
+        let report = self.host.ready().await?;
+        let warnings = report
+            .problems()
+            .filter_map(|problem| match &problem.state {
+                PluginState::Failed(reason) | PluginState::NotLoaded(reason) => {
+                    Some(format!("plugin {}: {reason}", problem.name))
+                }
+                PluginState::Ready => None,
+            })
+            .collect();
+        Ok(warnings)
+    }
+
+    /// Waits until the plugins have started (starting them if nobody did); the error of a failed
+    /// required plugin. What a prompt awaits before it runs.
+    pub async fn ready(&self) -> Result<(), PluginError> {
+        self.host.ready().await.map(drop)
+    }
+
+    /// Adds the plugins' tools to a Location's registry (now, and those of plugins that become ready
+    /// later); one line per tool that could not be registered.
+    pub fn attach_tools(&self, registry: &Arc<ToolRegistry>) -> Vec<String> {
+        let failures = self.host.attach_tools(registry);
+        failures
+            .iter()
+            .map(|failure| format!("plugin {}: tool not registered: {}", failure.plugin, failure.error))
+            .collect()
+    }
+
+    /// The runtime with the plugins as its hooks, and `locations` registering their Context Sources.
+    pub fn wire(&self, builder: RuntimeBuilder, locations: StandardLocations) -> RuntimeBuilder {
+        builder
+            .locations(locations.with_plugins(Arc::clone(&self.host)))
+            .hooks(Arc::new(PluginHooks::new(Arc::clone(&self.host))))
+    }
+}
