@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::OnceLock;
 use std::task::Context;
 use std::task::Poll;
 use std::time::Duration;
@@ -128,7 +130,9 @@ impl PreparedRequest {
 /// A provider-neutral streaming client. Cheap to clone; share one per process.
 #[derive(Debug, Clone)]
 pub struct LlmClient {
-    http: reqwest::Client,
+    /// Built on the first request: a TLS client (crypto provider, platform verifier) is the
+    /// largest part of an idle server's start-up work, and a server may never call a model.
+    http: Arc<OnceLock<Result<reqwest::Client, String>>>,
     options: ClientOptions,
 }
 
@@ -138,14 +142,21 @@ impl LlmClient {
     }
 
     pub fn with_options(options: ClientOptions) -> Result<Self, LlmError> {
-        // reqwest is built without a bundled crypto provider; ring is ours. Installing fails only
-        // when another provider is already installed, which is fine.
-        let _already_installed = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
-            .build()
-            .map_err(|err| LlmError::configuration(format!("cannot build the HTTP client: {err}")))?;
-        Ok(Self { http, options })
+        Ok(Self { http: Arc::default(), options })
+    }
+
+    /// The HTTP client, built on first use.
+    fn http(&self) -> Result<&reqwest::Client, LlmError> {
+        let built = self.http.get_or_init(|| {
+            // reqwest is built without a bundled crypto provider; ring is ours. Installing fails
+            // only when another provider is already installed, which is fine.
+            let _already_installed = rustls::crypto::ring::default_provider().install_default();
+            reqwest::Client::builder()
+                .connect_timeout(self.options.connect_timeout)
+                .build()
+                .map_err(|err| format!("cannot build the HTTP client: {err}"))
+        });
+        built.as_ref().map_err(|message| LlmError::configuration(message.clone()))
     }
 
     pub fn options(&self) -> &ClientOptions {
@@ -206,7 +217,7 @@ impl LlmClient {
             route.auth.apply(&mut request, SystemTime::now()).map_err(|err| err.with_provider(&route.provider))?;
         let fail = |error: LlmError| error.with_provider(&route.provider).redact(&secrets);
 
-        let mut builder = self.http.request(method(&request.method)?, request.url.clone()).body(request.body.clone());
+        let mut builder = self.http()?.request(method(&request.method)?, request.url.clone()).body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
