@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::RwLock;
 
 use indexmap::IndexMap;
 use opencode_config::PermissionAction;
@@ -27,6 +28,8 @@ use crate::error::PermissionFailure;
 use crate::error::ToolError;
 use crate::permission::Rule;
 use crate::permission::Ruleset;
+use crate::permission_hook::PermissionHook;
+use crate::permission_hook::PermissionQuery;
 
 /// What a tool asks permission for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -151,6 +154,8 @@ pub struct Permissions {
     approved: Mutex<Ruleset>,
     waiting: Mutex<HashMap<String, Waiter>>,
     events: broadcast::Sender<PendingEvent>,
+    /// Decides what the rules leave at `ask` before the user is asked (`permission.ask`).
+    hook: RwLock<Option<Arc<dyn PermissionHook>>>,
 }
 
 struct Waiter {
@@ -168,7 +173,19 @@ impl std::fmt::Debug for Permissions {
 impl Permissions {
     pub fn new(store: Arc<dyn PendingStore>) -> Self {
         let (events, _) = broadcast::channel(256);
-        Self { store, approved: Mutex::new(Ruleset::default()), waiting: Mutex::new(HashMap::new()), events }
+        Self {
+            store,
+            approved: Mutex::new(Ruleset::default()),
+            waiting: Mutex::new(HashMap::new()),
+            events,
+            hook: RwLock::new(None),
+        }
+    }
+
+    /// Installs the `permission.ask` hook (replacing any earlier one): from now on it decides the
+    /// requests the rules leave at `ask`, before the user is asked.
+    pub fn set_hook(&self, hook: Arc<dyn PermissionHook>) {
+        *self.hook.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
     }
 
     pub fn in_memory() -> Self {
@@ -199,6 +216,15 @@ impl Permissions {
             PermissionAction::Allow => return Ok(()),
             PermissionAction::Deny => return Err(denied(&agent.permission, &ask)),
             PermissionAction::Ask => {}
+        }
+        let hook = self.hook.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if let Some(hook) = hook {
+            let query = PermissionQuery { session_id, agent: &agent.name, tool: tool.as_ref(), ask: &ask };
+            match hook.decide(query).await {
+                PermissionAction::Allow => return Ok(()),
+                PermissionAction::Deny => return Err(denied_by_hook()),
+                PermissionAction::Ask => {}
+            }
         }
         let kind = PendingKind::Permission(ask);
         match self.wait(session_id, agent, tool, kind, cancel).await? {
@@ -384,6 +410,13 @@ fn denied(ruleset: &Ruleset, ask: &PermissionAsk) -> ToolError {
              Here are some of the relevant rules: {}",
             relevant.join("; ")
         ),
+        kind: PermissionFailure::Denied,
+    }
+}
+
+fn denied_by_hook() -> ToolError {
+    ToolError::Permission {
+        message: "A plugin denied permission to use this specific tool call.".to_owned(),
         kind: PermissionFailure::Denied,
     }
 }

@@ -3,4 +3,5 @@ mod external;
 mod host;
 mod loader;
 mod pkce;
+mod seams;
 mod support;
