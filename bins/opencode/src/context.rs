@@ -7,9 +7,7 @@ use std::sync::Arc;
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
 use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
-use opencode_session_runtime::{
-    Plugins, RegistryTools, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations,
-};
+use opencode_session_runtime::{Plugins, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations};
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
 
@@ -84,8 +82,9 @@ impl Context {
         let (tool_config, tool_paths, tool_permissions, tool_plugins) =
             (config.clone(), self.paths.clone(), Arc::clone(&permissions), plugins.clone());
         let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone()).with_tools(move |dir| {
-            let tools = RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?;
-            for warning in tool_plugins.attach_tools(tools.registry()) {
+            let (tools, warnings) =
+                tool_plugins.standard_tools(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?;
+            for warning in warnings {
                 eprintln!("warning: {warning}");
             }
             Ok(Arc::new(tools))

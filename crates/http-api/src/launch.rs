@@ -17,7 +17,6 @@ use opencode_config::LoadOptions;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
 use opencode_session_runtime::Plugins;
-use opencode_session_runtime::RegistryTools;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::StandardLocations;
 use opencode_session_runtime::ToolHost;
@@ -99,7 +98,7 @@ pub fn build_runtime(
         // `always` approvals are the project's: loaded when its first Location opens, never shared
         // with another project.
         let scoped = permissions.scoped(&crate::instance::project_id(directory));
-        let tools = RegistryTools::standard(directory, config, &tool_paths, scoped)?;
+        let (tools, warnings) = tool_plugins.standard_tools(directory, config, &tool_paths, scoped)?;
         let question = typed(opencode_tool_registry::tools::question::Question);
         for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone())), question] {
             tools
@@ -107,7 +106,7 @@ pub fn build_runtime(
                 .register(tool)
                 .map_err(|err| opencode_session_runtime::RuntimeError::Tools(err.to_string()))?;
         }
-        for warning in tool_plugins.attach_tools(tools.registry()) {
+        for warning in warnings {
             tracing::warn!("{warning}");
         }
         Ok(Arc::new(tools) as Arc<dyn ToolHost>)

@@ -217,7 +217,8 @@ impl LlmClient {
             route.auth.apply(&mut request, SystemTime::now()).map_err(|err| err.with_provider(&route.provider))?;
         let fail = |error: LlmError| error.with_provider(&route.provider).redact(&secrets);
 
-        let mut builder = self.http()?.request(method(&request.method)?, request.url.clone()).body(request.body.clone());
+        let mut builder =
+            self.http()?.request(method(&request.method)?, request.url.clone()).body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }

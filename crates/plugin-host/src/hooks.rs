@@ -306,8 +306,16 @@ pub struct PermissionInput {
     pub permission: String,
     #[serde(default)]
     pub patterns: Vec<String>,
+    /// The patterns an `always` reply would approve.
+    #[serde(default)]
+    pub always: Vec<String>,
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// The effective agent of the provider turn that issued the call.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub agent: String,
+    #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
     #[serde(rename = "callID", default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
 }

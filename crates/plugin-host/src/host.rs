@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::OnceLock;
 use std::sync::PoisonError;
 use std::sync::RwLock;
 use std::sync::Weak;
@@ -17,6 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use std::time::Instant;
 
+use opencode_config::Config;
 use opencode_system_context::Contribution;
 use opencode_system_context::Producer;
 use opencode_system_context::SourceKey;
@@ -114,6 +116,7 @@ pub struct PluginHostBuilder {
     notices: Vec<PluginNotice>,
     start: StartContext,
     start_timeout: Duration,
+    config: Option<Arc<Config>>,
 }
 
 impl PluginHostBuilder {
@@ -137,6 +140,14 @@ impl PluginHostBuilder {
         self
     }
 
+    /// The loaded configuration: once the plugins are ready, each that implements `config` sees it
+    /// (and may amend it) before any session runs; [`PluginHost::config`] returns the result.
+    #[must_use]
+    pub fn config(mut self, config: Arc<Config>) -> Self {
+        self.config = Some(config);
+        self
+    }
+
     /// The limit for each plugin's `start` (default [`START_TIMEOUT`]).
     #[must_use]
     pub fn start_timeout(mut self, timeout: Duration) -> Self {
@@ -151,6 +162,8 @@ impl PluginHostBuilder {
                 notices: self.notices,
                 start: self.start,
                 start_timeout: self.start_timeout,
+                config: self.config,
+                amended: OnceLock::new(),
                 mask: AtomicU32::new(0),
                 active: RwLock::new(Arc::new(Active::default())),
                 ready: OnceCell::new(),
@@ -171,6 +184,9 @@ struct Inner {
     notices: Vec<PluginNotice>,
     start: StartContext,
     start_timeout: Duration,
+    config: Option<Arc<Config>>,
+    /// The configuration after the `config` hook ran at start-up.
+    amended: OnceLock<Arc<Config>>,
     /// Bit `h` is set when some ready plugin implements hook `h`.
     mask: AtomicU32,
     active: RwLock<Arc<Active>>,
@@ -207,6 +223,7 @@ impl PluginHost {
             notices: Vec::new(),
             start: StartContext::default(),
             start_timeout: START_TIMEOUT,
+            config: None,
         }
     }
 
@@ -224,6 +241,12 @@ impl PluginHost {
     /// The start-up report, once [`PluginHost::ready`] finished.
     pub fn report(&self) -> Option<Arc<ReadyReport>> {
         self.inner.ready.get().cloned()
+    }
+
+    /// The configuration given to [`PluginHostBuilder::config`] as the plugins' `config` hooks left
+    /// it, once [`PluginHost::ready`] finished (the same `Arc` when no plugin implements `config`).
+    pub fn config(&self) -> Option<Arc<Config>> {
+        self.inner.amended.get().cloned()
     }
 
     /// The namespaces of the ready plugins, in dispatch order.
@@ -410,7 +433,21 @@ impl PluginHost {
             }
         }
         self.set_active(ready);
+        self.observe_config().await;
         Arc::new(ReadyReport { plugins: statuses, elapsed: begun.elapsed() })
+    }
+
+    /// Runs the `config` hook once over the configuration the host was built with.
+    async fn observe_config(&self) {
+        let Some(config) = &self.inner.config else { return };
+        let amended = if self.implements(HookName::Config) {
+            let mut amended = Config::clone(config);
+            self.apply_config(&mut amended).await;
+            Arc::new(amended)
+        } else {
+            Arc::clone(config)
+        };
+        let _first = self.inner.amended.set(amended);
     }
 }
 

@@ -68,6 +68,7 @@ pub mod hooks;
 mod host;
 pub mod loader;
 mod plugin;
+mod seams;
 mod turn;
 
 pub use error::PluginError;
@@ -85,3 +86,5 @@ pub use plugin::Plugin;
 pub use plugin::PluginSource;
 pub use plugin::StartContext;
 pub use plugin::valid_namespace;
+pub use seams::PluginPermissions;
+pub use seams::PluginShellEnv;

@@ -1,26 +1,74 @@
-//! Hooks mapped onto a provider turn's [`LlmRequest`] and a tool call's input and result, so the
-//! session runtime's hook seam is a few one-line calls.
+//! Hooks mapped onto a provider turn's [`LlmRequest`], a new user message's parts, the tool
+//! definitions the model sees, a tool call's input and result, and the compaction prompt, so the
+//! session runtime's hook seam is a few one-line calls. Each is one atomic load while no plugin
+//! implements its hook.
 
+use opencode_llm::ContentPart;
 use opencode_llm::LlmRequest;
 use opencode_llm::SystemPart;
+use opencode_llm::ToolDefinition;
 use serde_json::Map;
 use serde_json::Value;
 
 use crate::hooks::ChatHeadersOutput;
 use crate::hooks::ChatInput;
+use crate::hooks::ChatMessageInput;
+use crate::hooks::ChatMessageOutput;
 use crate::hooks::ChatParamsOutput;
+use crate::hooks::CompactingOutput;
 use crate::hooks::HookName;
 use crate::hooks::MessagesOutput;
+use crate::hooks::SessionInput;
 use crate::hooks::SystemOutput;
 use crate::hooks::ToolAfterInput;
 use crate::hooks::ToolAfterOutput;
 use crate::hooks::ToolBeforeOutput;
 use crate::hooks::ToolCallInput;
+use crate::hooks::ToolDefinitionInput;
+use crate::hooks::ToolDefinitionOutput;
 use crate::hooks::hook;
 use crate::host::HookFailure;
 use crate::host::PluginHost;
 
 impl PluginHost {
+    /// `chat.message`: may change a new user message's parts before it is persisted.
+    pub async fn apply_chat_message(&self, input: &ChatMessageInput, parts: &mut Vec<ContentPart>) -> Vec<HookFailure> {
+        if !self.implements(HookName::ChatMessage) {
+            return Vec::new();
+        }
+        let mut output = ChatMessageOutput { parts: std::mem::take(parts) };
+        let failures = self.trigger::<hook::ChatMessage>(input, &mut output).await;
+        *parts = output.parts;
+        failures
+    }
+
+    /// `tool.definition`, once per tool: may change the description and input schema the model sees.
+    pub async fn apply_tool_definitions(&self, tools: &mut [ToolDefinition]) -> Vec<HookFailure> {
+        if !self.implements(HookName::ToolDefinition) {
+            return Vec::new();
+        }
+        let mut failures = Vec::new();
+        for tool in tools {
+            let input = ToolDefinitionInput { tool_id: tool.name.clone() };
+            let mut output = ToolDefinitionOutput {
+                description: std::mem::take(&mut tool.description),
+                parameters: std::mem::take(&mut tool.input_schema),
+            };
+            failures.extend(self.trigger::<hook::ToolDefinition>(&input, &mut output).await);
+            tool.description = output.description;
+            tool.input_schema = output.parameters;
+        }
+        failures
+    }
+
+    /// `experimental.session.compacting`: context to add to the compaction prompt, or a prompt
+    /// replacing it (empty output when no plugin implements the hook).
+    pub async fn compacting(&self, input: &SessionInput) -> (CompactingOutput, Vec<HookFailure>) {
+        let mut output = CompactingOutput::default();
+        let failures = self.trigger::<hook::SessionCompacting>(input, &mut output).await;
+        (output, failures)
+    }
+
     /// `chat.params` (generation controls and provider options) then `chat.headers` (HTTP headers).
     pub async fn apply_chat_params(&self, input: &ChatInput, request: &mut LlmRequest) -> Vec<HookFailure> {
         let mut failures = Vec::new();

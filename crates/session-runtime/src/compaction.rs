@@ -1,6 +1,7 @@
 //! Compaction's pure parts: the token estimate and trigger, the serialized record of history, the
 //! split into an older head (summarised) and the newest tokens (kept verbatim as recent context), and
-//! the anchored-summary prompt. The summary turn itself is run by the runner.
+//! the anchored-summary prompt (which plugins may extend or replace through
+//! `experimental.session.compacting`). The summary turn itself is run by the runner.
 //!
 //! Constants follow OpenCode's V2 defaults: 20k tokens reserved, the newest ~8k tokens kept, tool
 //! output cut at 2000 characters in the record, a 4096-token summary.
@@ -156,8 +157,33 @@ pub(crate) fn select(history: &[MessageWithParts], keep_tokens: u64) -> Selectio
     selection
 }
 
-/// The single user message of the summary request.
-pub(crate) fn summary_prompt(selection: &Selection) -> String {
+/// What `experimental.session.compacting` hooks leave for the summary prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactionPrompt {
+    /// Extra context, appended to the instructions in order (blank entries are skipped).
+    pub context: Vec<String>,
+    /// Replaces the instructions (the previous summary, the template and `context`) when set. The
+    /// conversation history to summarise is still appended: without it there is nothing to summarise.
+    pub prompt: Option<String>,
+}
+
+/// The single user message of the summary request: the instructions (or the plugins' replacement),
+/// the plugins' context, then the conversation history.
+pub(crate) fn summary_prompt(selection: &Selection, plugins: &CompactionPrompt) -> String {
+    let history = format!("<conversation-history>\n{}\n</conversation-history>", selection.head);
+    if let Some(prompt) = &plugins.prompt {
+        return format!("{prompt}\n\n{history}");
+    }
+    let mut instructions = default_instructions(selection);
+    for context in plugins.context.iter().filter(|context| !context.trim().is_empty()) {
+        instructions.push_str("\n\n");
+        instructions.push_str(context);
+    }
+    format!("{instructions}\n\n{history}")
+}
+
+/// The anchored-summary instructions: create or update, then the template.
+fn default_instructions(selection: &Selection) -> String {
     let intro = match &selection.previous_summary {
         None => "Create a new anchored summary from the conversation history.".to_owned(),
         Some(previous) => format!(
@@ -166,7 +192,7 @@ pub(crate) fn summary_prompt(selection: &Selection) -> String {
              <previous-summary>\n{previous}\n</previous-summary>"
         ),
     };
-    format!("{intro}\n\n{SUMMARY_TEMPLATE}\n\n<conversation-history>\n{}\n</conversation-history>", selection.head)
+    format!("{intro}\n\n{SUMMARY_TEMPLATE}")
 }
 
 const SUMMARY_TEMPLATE: &str = "Write the summary in Markdown with exactly these sections:
@@ -289,6 +315,27 @@ mod tests {
         let request = LlmRequest::new("m").message(Message::user("x".repeat(400)));
         let json = serde_json::to_string(&request.messages).unwrap().len() as u64 + "[][]".len() as u64;
         assert_eq!(estimate_tokens(&request), json.div_ceil(4));
+    }
+
+    #[test]
+    fn plugins_add_context_or_replace_the_instructions_but_the_history_stays() {
+        let selection = Selection { head: "[User]: hi".into(), ..Selection::default() };
+        let plain = summary_prompt(&selection, &CompactionPrompt::default());
+        assert!(
+            plain.starts_with("Create a new anchored summary")
+                && plain.ends_with("[User]: hi\n</conversation-history>")
+        );
+        let added = CompactionPrompt { context: vec!["Keep ticket 7.".into(), " ".into()], prompt: None };
+        let with_context = summary_prompt(&selection, &added);
+        assert_eq!(
+            with_context,
+            plain.replace("\n\n<conversation-history>", "\n\nKeep ticket 7.\n\n<conversation-history>")
+        );
+        let replaced = CompactionPrompt { context: vec!["ignored".into()], prompt: Some("Summarise tersely.".into()) };
+        assert_eq!(
+            summary_prompt(&selection, &replaced),
+            "Summarise tersely.\n\n<conversation-history>\n[User]: hi\n</conversation-history>"
+        );
     }
 
     #[test]

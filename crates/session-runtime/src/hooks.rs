@@ -1,20 +1,34 @@
 //! The plugin seam: hook points the runner calls. Every method has a no-op default, and a runtime
 //! built without hooks never calls any (no boxing, no allocation). [`PluginHooks`] implements them
-//! over the plugin host.
+//! over the plugin host; a hook no plugin implements returns a finished zero-sized future (boxing it
+//! does not allocate) after one atomic load.
+//!
+//! Two plugin hooks sit behind the tool registry's seams instead, because they act inside a tool
+//! call: `permission.ask` ([`opencode_plugin_host::PluginPermissions`]) and `shell.env`
+//! ([`opencode_plugin_host::PluginShellEnv`]); [`crate::RegistryTools::standard_with_plugins`]
+//! installs both.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use opencode_llm::ContentPart;
 use opencode_llm::LlmRequest;
+use opencode_llm::MediaData;
+use opencode_llm::ToolDefinition;
 use opencode_plugin_host::ChatInput;
+use opencode_plugin_host::ChatMessageInput;
 use opencode_plugin_host::HookName;
 use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::PluginEvent;
 use opencode_plugin_host::PluginHost;
+use opencode_plugin_host::SessionInput;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolCallInput;
+use opencode_session_store::FileData;
+use opencode_session_store::PartKind;
 use serde_json::json;
 
+use crate::compaction::CompactionPrompt;
 use crate::events::RuntimeEvent;
 use crate::tools::ToolInvocation;
 use crate::tools::ToolResult;
@@ -32,6 +46,24 @@ pub struct TurnInfo {
 
 /// Hook points, in the order the runner reaches them in a provider turn.
 pub trait Hooks: Send + Sync {
+    /// Whether [`Hooks::chat_message`] does anything. Only then does promotion settle the new user
+    /// messages' parts before writing them (one more read of the pending input), so the default is
+    /// `false`: implementations of `chat_message` must say `true` here.
+    fn rewrites_messages(&self) -> bool {
+        false
+    }
+
+    /// A user message about to be written at promotion (OpenCode's `chat.message`): may change its
+    /// parts. `turn.message_id` is the new message's id; agent and model are those it runs under.
+    fn chat_message<'a>(&'a self, _turn: &'a TurnInfo, _parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// The tool definitions of a provider turn, as the model will see them (`tool.definition`).
+    fn tool_definitions<'a>(&'a self, _turn: &'a TurnInfo, _tools: &'a mut Vec<ToolDefinition>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// Chat parameters and headers (`request.generation`, `request.options`, `request.http.headers`).
     fn chat_params<'a>(&'a self, _turn: &'a TurnInfo, _request: &'a mut LlmRequest) -> BoxFuture<'a, ()> {
         Box::pin(async {})
@@ -55,6 +87,12 @@ pub trait Hooks: Send + Sync {
         _call: &'a ToolInvocation,
         _result: &'a mut ToolResult,
     ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// The compaction prompt of a session (`experimental.session.compacting`): context to add to
+    /// it, or a prompt replacing its instructions.
+    fn compacting<'a>(&'a self, _session_id: &'a str, _prompt: &'a mut CompactionPrompt) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
@@ -84,6 +122,51 @@ impl PluginHooks {
 }
 
 impl Hooks for PluginHooks {
+    fn rewrites_messages(&self) -> bool {
+        self.host.implements(HookName::ChatMessage)
+    }
+
+    fn chat_message<'a>(&'a self, turn: &'a TurnInfo, parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
+        if !self.host.implements(HookName::ChatMessage) {
+            return Box::pin(async {});
+        }
+        Box::pin(async move {
+            let input = ChatMessageInput {
+                session_id: turn.session_id.clone(),
+                agent: Some(turn.agent.clone()),
+                model: Some(ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone() }),
+                message_id: Some(turn.message_id.clone()),
+                variant: None,
+            };
+            let mut content: Vec<ContentPart> = parts.iter().filter_map(content_part).collect();
+            let _skipped = self.host.apply_chat_message(&input, &mut content).await;
+            *parts = content.into_iter().filter_map(prompt_part).collect();
+        })
+    }
+
+    fn tool_definitions<'a>(&'a self, _turn: &'a TurnInfo, tools: &'a mut Vec<ToolDefinition>) -> BoxFuture<'a, ()> {
+        if !self.host.implements(HookName::ToolDefinition) {
+            return Box::pin(async {});
+        }
+        Box::pin(async move {
+            let _skipped = self.host.apply_tool_definitions(tools).await;
+        })
+    }
+
+    fn compacting<'a>(&'a self, session_id: &'a str, prompt: &'a mut CompactionPrompt) -> BoxFuture<'a, ()> {
+        if !self.host.implements(HookName::SessionCompacting) {
+            return Box::pin(async {});
+        }
+        Box::pin(async move {
+            let input = SessionInput { session_id: session_id.to_owned() };
+            let (output, _skipped) = self.host.compacting(&input).await;
+            prompt.context.extend(output.context);
+            if output.prompt.is_some() {
+                prompt.prompt = output.prompt;
+            }
+        })
+    }
+
     fn chat_params<'a>(&'a self, turn: &'a TurnInfo, request: &'a mut LlmRequest) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // Failures are logged by the host; a plugin never fails a turn.
@@ -144,6 +227,40 @@ fn chat_input(turn: &TurnInfo) -> ChatInput {
         message_id: turn.message_id.clone(),
         agent: turn.agent.clone(),
         model: ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone() },
+    }
+}
+
+/// A new user message's part as `chat.message` sees it: text and files (the only kinds a prompt has).
+fn content_part(part: &PartKind) -> Option<ContentPart> {
+    match part {
+        PartKind::Text { text, .. } => Some(ContentPart::text(text.clone())),
+        PartKind::File(file) => Some(ContentPart::Media {
+            media_type: file.mime.clone(),
+            data: MediaData::Url(file.url.clone()),
+            filename: file.filename.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// A part `chat.message` returned, as a user message part; kinds a user message cannot hold are
+/// dropped with a warning.
+fn prompt_part(part: ContentPart) -> Option<PartKind> {
+    match part {
+        ContentPart::Text { text, .. } => {
+            Some(PartKind::Text { text, synthetic: None, ignored: None, time: None, metadata: None })
+        }
+        ContentPart::Media { media_type, data, filename } => {
+            let url = match data {
+                MediaData::Url(url) => url,
+                MediaData::Base64(base64) => format!("data:{media_type};base64,{base64}"),
+            };
+            Some(PartKind::File(FileData { mime: media_type, filename, url, source: None }))
+        }
+        other => {
+            tracing::warn!(?other, "chat.message returned a part a user message cannot hold; dropped");
+            None
+        }
     }
 }
 

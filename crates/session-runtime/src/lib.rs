@@ -57,6 +57,7 @@ mod store;
 mod title;
 mod tools;
 
+pub use compaction::CompactionPrompt;
 pub use compaction::CompactionSettings;
 pub use coordinator::DrainOutcome;
 pub use defaults::PROVIDER_PRIORITY;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use opencode_config::Config;
 use opencode_config::Env;
+use opencode_config::Paths;
 use opencode_plugin_host::PluginError;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::PluginState;
@@ -21,10 +22,13 @@ use opencode_plugin_host::Requirement;
 use opencode_plugin_host::StartContext;
 use opencode_plugin_host::auth::builtin_plugins;
 use opencode_plugin_host::loader::discover;
+use opencode_tool_registry::Permissions;
 use opencode_tool_registry::ToolRegistry;
 
+use crate::error::Result;
 use crate::hooks::PluginHooks;
 use crate::location::StandardLocations;
+use crate::registry::RegistryTools;
 use crate::runtime::RuntimeBuilder;
 
 /// The plugins of one process (cheap to clone).
@@ -45,7 +49,11 @@ impl Plugins {
         let dirs = [project.join("plugin"), project.join("plugins")];
         let start =
             StartContext { directory: directory.to_path_buf(), worktree: opencode_config::find_worktree(directory) };
-        let host = discover(&config.plugin, directory, &dirs, pure).register(builder).start_context(start).build();
+        let host = discover(&config.plugin, directory, &dirs, pure)
+            .register(builder)
+            .start_context(start)
+            .config(Arc::new(config.clone()))
+            .build();
         Self { host: Arc::new(host) }
     }
 
@@ -78,6 +86,21 @@ impl Plugins {
     /// required plugin. What a prompt awaits before it runs.
     pub async fn ready(&self) -> Result<(), PluginError> {
         self.host.ready().await.map(drop)
+    }
+
+    /// A Location's standard tools with the plugins behind the tool seams (`permission.ask` before
+    /// the user is asked, `shell.env` for `bash`) and the plugins' own tools attached; one warning
+    /// line per plugin tool that could not be registered.
+    pub fn standard_tools(
+        &self,
+        directory: &Path,
+        config: &Config,
+        paths: &Paths,
+        permissions: Arc<Permissions>,
+    ) -> Result<(RegistryTools, Vec<String>)> {
+        let tools = RegistryTools::standard_with_plugins(directory, config, paths, permissions, &self.host)?;
+        let warnings = self.attach_tools(tools.registry());
+        Ok((tools, warnings))
     }
 
     /// Adds the plugins' tools to a Location's registry (now, and those of plugins that become ready

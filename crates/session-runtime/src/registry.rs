@@ -12,6 +12,9 @@ use opencode_config::Paths;
 use opencode_llm::ToolDefinition;
 use opencode_mcp::McpManager;
 use opencode_mcp::McpOptions;
+use opencode_plugin_host::PluginHost;
+use opencode_plugin_host::PluginPermissions;
+use opencode_plugin_host::PluginShellEnv;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
 use opencode_tool_registry::Agent;
@@ -25,6 +28,8 @@ use opencode_tool_registry::SettlementStatus;
 use opencode_tool_registry::ToolCall;
 use opencode_tool_registry::ToolContext;
 use opencode_tool_registry::ToolRegistry;
+use opencode_tool_registry::tools::EnvOverlay;
+use opencode_tool_registry::tools::NoEnv;
 
 use crate::error::Result;
 use crate::error::RuntimeError;
@@ -60,16 +65,39 @@ impl RegistryTools {
     /// tools join as each becomes ready. `permissions` holds pending requests; share one across
     /// Locations so a client can answer them.
     pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
+        Self::build(directory, config, paths, permissions, Arc::new(NoEnv))
+    }
+
+    /// [`RegistryTools::standard`] with the plugins behind the tool seams: `bash` runs with their
+    /// `shell.env` overlay, and `permissions` asks their `permission.ask` before asking the user
+    /// (installed on the shared service, so it holds for every Location using it). Plugin tools
+    /// join through [`PluginHost::attach_tools`]. With no plugin implementing either hook, each
+    /// costs one atomic load.
+    pub fn standard_with_plugins(
+        directory: &Path,
+        config: &Config,
+        paths: &Paths,
+        permissions: Arc<Permissions>,
+        plugins: &PluginHost,
+    ) -> Result<Self> {
+        permissions.set_hook(PluginPermissions::hook(plugins.clone()));
+        Self::build(directory, config, paths, permissions, Arc::new(PluginShellEnv::new(plugins.clone())))
+    }
+
+    fn build(
+        directory: &Path,
+        config: &Config,
+        paths: &Paths,
+        permissions: Arc<Permissions>,
+        env: Arc<dyn EnvOverlay>,
+    ) -> Result<Self> {
         let tool_output = paths.tool_output_dir();
         let location = opencode_tool_registry::Location::new(directory, &tool_output)
             .map_err(|err| RuntimeError::Tools(format!("cannot open {}: {err}", directory.display())))?;
         let output = OutputStore::new(&tool_output, config.tool_output.unwrap_or_default());
         let registry = ToolRegistry::new(location, output).map_err(|err| RuntimeError::Tools(err.to_string()))?;
-        opencode_tool_registry::tools::register_filesystem_and_shell(
-            &registry,
-            Arc::new(opencode_tool_registry::tools::NoEnv),
-        )
-        .map_err(|err| RuntimeError::Tools(err.to_string()))?;
+        opencode_tool_registry::tools::register_filesystem_and_shell(&registry, env)
+            .map_err(|err| RuntimeError::Tools(err.to_string()))?;
         opencode_tool_registry::tools::register_web(&registry, None)
             .map_err(|err| RuntimeError::Tools(err.to_string()))?;
         opencode_tool_registry::tools::register_plan_mode(

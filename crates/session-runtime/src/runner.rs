@@ -327,6 +327,7 @@ impl Runner {
                 model: model.resolved.model.clone(),
             };
             if let Some(hooks) = &self.inner.hooks {
+                hooks.tool_definitions(&turn, &mut request.tools).await;
                 hooks.chat_params(&turn, &mut request).await;
                 hooks.transform_request(&turn, &mut request).await;
             }
@@ -562,6 +563,11 @@ impl Runner {
 
     /// Promotes admitted input at this boundary; returns how many prompts became history.
     async fn promote(&self, promotion: Promotion, agent: &Agent, model: &TurnModel) -> Flow<usize> {
+        // `chat.message`: plugins settle the new messages' parts before they are written.
+        let rewritten = match self.inner.hooks.as_ref().filter(|hooks| hooks.rewrites_messages()) {
+            Some(hooks) => Some(self.chat_messages(hooks.as_ref(), promotion, agent, model).await?),
+            None => None,
+        };
         let store = Arc::clone(&self.inner.store);
         let session = self.session_id.clone();
         let (agent, model) = (agent.name.clone(), model.reference());
@@ -579,8 +585,14 @@ impl Runner {
                     if !steer && first_queued.as_deref() != Some(input.id.as_str()) {
                         continue;
                     }
-                    let prompt: StoredPrompt = serde_json::from_value(input.prompt.clone())
-                        .map_err(|source| StoreError::Decode { what: "admitted prompt", source })?;
+                    let kinds = match &rewritten {
+                        None => decode_prompt(&input.prompt)?.parts(),
+                        Some(rewritten) => match rewritten.get(&input.id) {
+                            Some(kinds) => kinds.clone(),
+                            // Admitted after `chat.message` ran: promoted at the next boundary.
+                            None => continue,
+                        },
+                    };
                     let message = MessageInfo::User(UserMessage {
                         id: input.id.clone(),
                         session_id: session.clone(),
@@ -592,7 +604,7 @@ impl Runner {
                         system: None,
                         tools: None,
                     });
-                    let parts = prompt.parts().into_iter().map(|kind| new_part(&session, &input.id, kind)).collect();
+                    let parts = kinds.into_iter().map(|kind| new_part(&session, &input.id, kind)).collect();
                     tx.promote_input(&input.id, message, parts)?;
                     promoted += 1;
                 }
@@ -601,6 +613,48 @@ impl Runner {
         })
         .await?;
         Ok(promoted)
+    }
+
+    /// Runs `chat.message` over the inputs the next promotion takes (read now, as it will select
+    /// them); their parts by input id.
+    async fn chat_messages(
+        &self,
+        hooks: &dyn crate::hooks::Hooks,
+        promotion: Promotion,
+        agent: &Agent,
+        model: &TurnModel,
+    ) -> Flow<HashMap<String, Vec<PartKind>>> {
+        let selected = self
+            .read(move |r, id| {
+                let cutoff = r.latest_seq(id)?;
+                let pending = r.pending_inputs(id, None)?;
+                let first_queued = match promotion {
+                    Promotion::Queue => pending.iter().find(|i| i.delivery == Delivery::Queue).map(|i| i.id.clone()),
+                    Promotion::Steer => None,
+                };
+                let selected = pending.into_iter().filter(|input| {
+                    (input.delivery == Delivery::Steer && input.admitted_seq <= cutoff)
+                        || first_queued.as_deref() == Some(input.id.as_str())
+                });
+                selected
+                    .map(|input| Ok((input.id, decode_prompt(&input.prompt)?)))
+                    .collect::<opencode_session_store::Result<Vec<_>>>()
+            })
+            .await?;
+        let mut rewritten = HashMap::with_capacity(selected.len());
+        for (input_id, prompt) in selected {
+            let turn = TurnInfo {
+                session_id: self.session_id.clone(),
+                message_id: input_id.clone(),
+                agent: agent.name.clone(),
+                provider: model.resolved.provider.clone(),
+                model: model.resolved.model.clone(),
+            };
+            let mut kinds = prompt.parts();
+            hooks.chat_message(&turn, &mut kinds).await;
+            rewritten.insert(input_id, kinds);
+        }
+        Ok(rewritten)
     }
 
     /// Starts titling the session in the background when this was its first user message and it
@@ -803,9 +857,13 @@ impl Runner {
             Ok(output) if output > 0 => output.min(compaction::SUMMARY_OUTPUT_TOKENS),
             _ => compaction::SUMMARY_OUTPUT_TOKENS,
         };
+        let mut plugins = compaction::CompactionPrompt::default();
+        if let Some(hooks) = &self.inner.hooks {
+            hooks.compacting(&self.session_id, &mut plugins).await;
+        }
         let mut request = LlmRequest::new(model.resolved.api_id.clone())
             .system(COMPACTION_SYSTEM_PROMPT)
-            .message(Message::user(compaction::summary_prompt(&selection)));
+            .message(Message::user(compaction::summary_prompt(&selection, &plugins)));
         request.options = model.resolved.options.request.clone();
         request.http.headers = model.resolved.options.headers.clone();
         request.generation.max_tokens = Some(summary_output);
@@ -1337,6 +1395,11 @@ fn settled_part(mut part: Part, call: &ToolInvocation, result: ToolResult) -> Pa
         *slot = state;
     }
     part
+}
+
+/// The prompt of an admitted input.
+fn decode_prompt(prompt: &Value) -> opencode_session_store::Result<StoredPrompt> {
+    serde_json::from_value(prompt.clone()).map_err(|source| StoreError::Decode { what: "admitted prompt", source })
 }
 
 fn new_part(session_id: &str, message_id: &str, kind: PartKind) -> Part {

@@ -12,7 +12,8 @@
 //! - **Language servers.** [`Lsp`] runs the servers configured under `lsp` (lazily, per file
 //!   extension); [`tools::lsp::register`] adds the `lsp` tool and makes `edit`/`write` report errors.
 //! - **Permissions and agents.** OpenCode's last-match-wins [`Ruleset`]s, the built-in [`Agents`],
-//!   and [`Permissions`]: pending requests answered once, always or reject.
+//!   and [`Permissions`]: pending requests answered once, always or reject; a [`PermissionHook`]
+//!   (the plugins' `permission.ask`) may decide what the rules leave at `ask` before the user is asked.
 
 mod agent;
 mod diff;
@@ -23,6 +24,7 @@ pub mod lsp;
 mod output;
 mod pending;
 mod permission;
+mod permission_hook;
 mod registry;
 mod tool;
 pub mod tools;
@@ -62,6 +64,8 @@ pub use permission::Rule;
 pub use permission::Ruleset;
 pub use permission::permission_of_tool;
 pub use permission::wildcard;
+pub use permission_hook::PermissionHook;
+pub use permission_hook::PermissionQuery;
 pub use registry::DOOM_LOOP_THRESHOLD;
 pub use registry::RegistrationId;
 pub use registry::Settlement;

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::MutexGuard;
+use std::sync::RwLock;
 
 use indexmap::IndexMap;
 use opencode_config::PermissionAction;
@@ -27,6 +28,8 @@ use crate::error::PermissionFailure;
 use crate::error::ToolError;
 use crate::permission::Rule;
 use crate::permission::Ruleset;
+use crate::permission_hook::PermissionHook;
+use crate::permission_hook::PermissionQuery;
 
 /// What a tool asks permission for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -167,6 +170,8 @@ struct Hub {
     events: broadcast::Sender<PendingEvent>,
     /// The approvals of each scope opened so far (loaded from the store once).
     scopes: Mutex<HashMap<String, Approved>>,
+    /// Decides what the rules leave at `ask` before the user is asked (`permission.ask`).
+    hook: RwLock<Option<Arc<dyn PermissionHook>>>,
 }
 
 type Approved = Arc<Mutex<Ruleset>>;
@@ -188,7 +193,13 @@ impl std::fmt::Debug for Permissions {
 impl Permissions {
     pub fn new(store: Arc<dyn PendingStore>) -> Self {
         let (events, _) = broadcast::channel(256);
-        let hub = Hub { store, waiting: Mutex::new(HashMap::new()), events, scopes: Mutex::new(HashMap::new()) };
+        let hub = Hub {
+            store,
+            waiting: Mutex::new(HashMap::new()),
+            events,
+            scopes: Mutex::new(HashMap::new()),
+            hook: RwLock::new(None),
+        };
         Self { hub: Arc::new(hub), approved: Approved::default() }
     }
 
@@ -207,6 +218,12 @@ impl Permissions {
     /// The rules `always` replies approved in this view's scope, oldest first.
     pub fn approved(&self) -> Ruleset {
         lock(&self.approved).clone()
+    }
+
+    /// Installs the `permission.ask` hook (replacing any earlier one) on every view of this service:
+    /// from now on it decides the requests the rules leave at `ask`, before the user is asked.
+    pub fn set_hook(&self, hook: Arc<dyn PermissionHook>) {
+        *self.hub.hook.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
     }
 
     pub fn in_memory() -> Self {
@@ -237,6 +254,15 @@ impl Permissions {
             PermissionAction::Allow => return Ok(()),
             PermissionAction::Deny => return Err(denied(&agent.permission, &ask)),
             PermissionAction::Ask => {}
+        }
+        let hook = self.hub.hook.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if let Some(hook) = hook {
+            let query = PermissionQuery { session_id, agent: &agent.name, tool: tool.as_ref(), ask: &ask };
+            match hook.decide(query).await {
+                PermissionAction::Allow => return Ok(()),
+                PermissionAction::Deny => return Err(denied_by_hook()),
+                PermissionAction::Ask => {}
+            }
         }
         let kind = PendingKind::Permission(ask);
         match self.wait(session_id, agent, tool, kind, cancel).await? {
@@ -434,6 +460,13 @@ fn denied(ruleset: &Ruleset, ask: &PermissionAsk) -> ToolError {
              Here are some of the relevant rules: {}",
             relevant.join("; ")
         ),
+        kind: PermissionFailure::Denied,
+    }
+}
+
+fn denied_by_hook() -> ToolError {
+    ToolError::Permission {
+        message: "A plugin denied permission to use this specific tool call.".to_owned(),
         kind: PermissionFailure::Denied,
     }
 }

@@ -4,4 +4,5 @@ mod host;
 mod loader;
 mod pkce;
 mod refresh;
+mod seams;
 mod support;

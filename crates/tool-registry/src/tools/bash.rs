@@ -34,9 +34,11 @@ pub const MAX_TIMEOUT_MS: u64 = 10 * 60 * 1000;
 /// After SIGTERM, how long the group gets before SIGKILL.
 const GRACE: Duration = Duration::from_millis(200);
 
-/// Adds environment variables to a command (the plugin `shell.env` hook).
+/// Adds environment variables to a shell the agent starts: the plugins' `shell.env` hook, asked
+/// per call with the resolved working directory. Later variables win; `OPENCODE`/`AGENT` are set
+/// after the overlay and cannot be changed by it.
 pub trait EnvOverlay: Send + Sync {
-    fn env(&self, ctx: &ToolContext, command: &str) -> Vec<(String, String)>;
+    fn env<'a>(&'a self, ctx: &'a ToolContext, cwd: &'a Path) -> BoxFuture<'a, Vec<(String, String)>>;
 }
 
 /// No extra environment.
@@ -44,8 +46,9 @@ pub trait EnvOverlay: Send + Sync {
 pub struct NoEnv;
 
 impl EnvOverlay for NoEnv {
-    fn env(&self, _ctx: &ToolContext, _command: &str) -> Vec<(String, String)> {
-        Vec::new()
+    fn env<'a>(&'a self, _ctx: &'a ToolContext, _cwd: &'a Path) -> BoxFuture<'a, Vec<(String, String)>> {
+        // A zero-sized future: boxing it does not allocate.
+        Box::pin(async { Vec::new() })
     }
 }
 
@@ -111,16 +114,8 @@ impl TypedTool for Bash {
             let limits = ctx.output.limits();
             // Leave room for the exit-status footer so the registry need not cut again.
             let limits = ToolOutputConfig { max_lines: limits.max_lines - 4, max_bytes: limits.max_bytes - 512 };
-            let (output, status) = run(
-                &self.shell,
-                &input.command,
-                &workdir.path,
-                timeout,
-                self.env.env(ctx, &input.command),
-                ctx,
-                limits,
-            )
-            .await?;
+            let env = self.env.env(ctx, &workdir.path).await;
+            let (output, status) = run(&self.shell, &input.command, &workdir.path, timeout, env, ctx, limits).await?;
             let mut bounded = output;
             let footer = match status {
                 Ended::Exited(code) => {

@@ -339,3 +339,63 @@ async fn questions_have_opencode_question_ids() {
     permissions.reply(&request.id, Reply::Answer { answers: vec![vec!["x".into()]] }).unwrap();
     assert_eq!(waiting.await.unwrap().unwrap(), vec![vec!["x".to_owned()]]);
 }
+
+/// What a hook was asked: session, agent, call id, patterns.
+type Query = (String, String, Option<String>, Vec<String>);
+
+/// Allows `.env` reads, denies `prod.env`, leaves the rest to the user; records what it saw.
+#[derive(Default)]
+struct Gate {
+    seen: std::sync::Mutex<Vec<Query>>,
+}
+
+impl opencode_tool_registry::PermissionHook for Gate {
+    fn decide<'a>(
+        &'a self,
+        query: opencode_tool_registry::PermissionQuery<'a>,
+    ) -> futures_util::future::BoxFuture<'a, opencode_config::PermissionAction> {
+        let call = query.tool.map(|tool| tool.call_id.clone());
+        let patterns = query.ask.patterns.clone();
+        self.seen.lock().unwrap().push((query.session_id.to_owned(), query.agent.to_owned(), call, patterns.clone()));
+        Box::pin(async move {
+            match patterns.first().map(String::as_str) {
+                Some(".env") => Allow,
+                Some("prod.env") => Deny,
+                _ => Ask,
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_permission_hook_decides_what_the_rules_leave_at_ask() {
+    let env = Env::new();
+    let gate = Arc::new(Gate::default());
+    env.permissions.set_hook(Arc::clone(&gate) as Arc<dyn opencode_tool_registry::PermissionHook>);
+    let mut events = env.permissions.subscribe();
+    let ctx = env.ctx("build");
+
+    // allow and deny settle without a pending request
+    ctx.ask(ask("read", ".env")).await.unwrap();
+    let err = ctx.ask(ask("read", "prod.env")).await.unwrap_err();
+    assert_eq!(err.to_string(), "A plugin denied permission to use this specific tool call.");
+    assert!(matches!(err, ToolError::Permission { kind: PermissionFailure::Denied, .. }));
+    assert!(env.permissions.pending(None).is_empty());
+    // a rule's allow or deny is final: the hook is not asked
+    ctx.ask(ask("read", "src/main.rs")).await.unwrap();
+    // ask goes on to the user
+    let waiting = {
+        let ctx = ctx.clone();
+        tokio::spawn(async move { ctx.ask(ask("read", "staging.env")).await })
+    };
+    let request = next_ask(&mut events).await;
+    env.permissions.reply(&request.id, Reply::Once).unwrap();
+    waiting.await.unwrap().unwrap();
+
+    let seen = gate.seen.lock().unwrap().clone();
+    let expected: Vec<_> = [".env", "prod.env", "staging.env"]
+        .iter()
+        .map(|p| ("ses_1".to_owned(), "build".to_owned(), Some(ctx.call_id.clone()), vec![(*p).to_owned()]))
+        .collect();
+    assert_eq!(seen, expected);
+}

@@ -1,8 +1,10 @@
 //! The read-only tools and the shell, end to end through the registry.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use opencode_config::ToolOutputConfig;
 use opencode_tool_registry::Settlement;
 use opencode_tool_registry::SettlementStatus;
@@ -15,8 +17,9 @@ use super::support::Env;
 
 struct Overlay;
 impl EnvOverlay for Overlay {
-    fn env(&self, _ctx: &ToolContext, _command: &str) -> Vec<(String, String)> {
-        vec![("PLUGIN_VAR".into(), "from-plugin".into())]
+    fn env<'a>(&'a self, ctx: &'a ToolContext, cwd: &'a Path) -> BoxFuture<'a, Vec<(String, String)>> {
+        let seen = format!("{}@{}", ctx.call_id, cwd.file_name().and_then(|n| n.to_str()).unwrap_or_default());
+        Box::pin(async move { vec![("PLUGIN_VAR".into(), "from-plugin".into()), ("PLUGIN_SEEN".into(), seen)] })
     }
 }
 
@@ -117,10 +120,14 @@ async fn grep_caps_matches_at_one_hundred() {
 #[tokio::test]
 async fn bash_runs_in_the_location_with_the_env_overlay() {
     let env = env_with_tools(ToolOutputConfig::default());
-    let settled =
-        run(&env, &env.ctx("build"), "bash", json!({"command": "pwd; echo $PLUGIN_VAR; echo err >&2; exit 3"})).await;
+    std::fs::create_dir(env.project.join("sub")).unwrap();
+    let ctx = env.ctx("build");
+    let command = "pwd; echo $PLUGIN_VAR; echo $PLUGIN_SEEN; echo err >&2; exit 3";
+    let settled = run(&env, &ctx, "bash", json!({"command": command, "workdir": "sub"})).await;
     assert_eq!(settled.status, SettlementStatus::Completed);
-    assert!(settled.text.starts_with(&format!("{}\nfrom-plugin\n", env.project.display())), "{}", settled.text);
+    // The overlay was asked for this call and its resolved working directory.
+    let expected = format!("{}\nfrom-plugin\n{}@sub\n", env.project.join("sub").display(), ctx.call_id);
+    assert!(settled.text.starts_with(&expected), "{}", settled.text);
     assert!(settled.text.contains("err\n"));
     assert!(settled.text.ends_with("<bash_metadata>\nexit code: 3\n</bash_metadata>"));
     assert_eq!(settled.metadata["exit"], 3);
