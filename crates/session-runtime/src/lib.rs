@@ -53,6 +53,7 @@ mod registry;
 mod runner;
 mod runtime;
 mod store;
+mod subagent;
 mod title;
 mod tools;
 
@@ -89,6 +90,7 @@ pub use runtime::RunResult;
 pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;
 pub use runtime::SessionRuntime;
+pub use subagent::DEFAULT_SUBAGENT_DEPTH;
 pub use title::TITLE_PROMPT;
 pub use tools::FnTools;
 pub use tools::NoTools;

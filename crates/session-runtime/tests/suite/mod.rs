@@ -9,4 +9,5 @@ mod projection;
 mod recovery;
 mod registry;
 mod sign_in;
+mod subagents;
 mod support;
