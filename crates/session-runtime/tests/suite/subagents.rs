@@ -51,7 +51,8 @@ async fn env(extra: Value) -> Env {
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
                      "models": {"m": {"tool_call": true, "limit": limits}, "m2": {"tool_call": true, "limit": limits}}}},
         "agent": {"reviewer": {"mode": "subagent", "description": "Reviews code", "prompt": "You review code.",
-                               "model": "mock/m2", "permission": {"bash": "ask"}}}
+                               "model": "mock/m2", "permission": {"bash": "ask"}},
+                  "quiet": {"mode": "subagent"}}
     });
     for (key, value) in extra.as_object().unwrap() {
         config[key] = value.clone();
@@ -130,6 +131,7 @@ async fn task_runs_the_subagent_in_a_child_session_and_returns_its_final_answer(
     let description = task_tool["function"]["description"].as_str().unwrap();
     assert!(description.contains("- reviewer: Reviews code") && description.contains("- general: "), "{description}");
     assert!(!description.contains("- build:"), "primary agents are not callable: {description}");
+    assert!(description.contains("- quiet: This subagent should only be called manually by the user."));
     // The child's turn: the subagent's model and prompt, the delegated prompt, no `task` (depth 1).
     let child_request = requests[1].body_json().unwrap();
     assert_eq!(child_request["model"], "m2");

@@ -15,6 +15,9 @@ use crate::tool::ToolContext;
 use crate::tool::ToolOutput;
 use crate::tool::TypedTool;
 
+/// How the description lists a subagent without a description (OpenCode's wording).
+const UNDESCRIBED: &str = "This subagent should only be called manually by the user.";
+
 /// What the runtime is asked to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubagentRequest {
@@ -80,7 +83,8 @@ impl TypedTool for Task {
             "Launches a subagent to handle a complex, multi-step task autonomously. Available agent types:\n"
                 .to_owned();
         for agent in self.agents.subagents() {
-            text.push_str(&format!("- {}: {}\n", agent.name, agent.description.as_deref().unwrap_or("")));
+            let description = agent.description.as_deref().unwrap_or(UNDESCRIBED);
+            text.push_str(&format!("- {}: {description}\n", agent.name));
         }
         text
     }
