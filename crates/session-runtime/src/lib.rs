@@ -54,6 +54,7 @@ mod registry;
 mod runner;
 mod runtime;
 mod store;
+mod subagent;
 mod title;
 mod tools;
 
@@ -92,6 +93,7 @@ pub use runtime::RunResult;
 pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;
 pub use runtime::SessionRuntime;
+pub use subagent::DEFAULT_SUBAGENT_DEPTH;
 pub use title::TITLE_PROMPT;
 pub use tools::FnTools;
 pub use tools::NoTools;

@@ -30,6 +30,9 @@ use opencode_tool_registry::ToolContext;
 use opencode_tool_registry::ToolRegistry;
 use opencode_tool_registry::tools::EnvOverlay;
 use opencode_tool_registry::tools::NoEnv;
+use opencode_tool_registry::tools::task::SubagentRunner;
+use opencode_tool_registry::tools::task::Task;
+use opencode_tool_registry::typed;
 
 use crate::error::Result;
 use crate::error::RuntimeError;
@@ -62,8 +65,9 @@ impl RegistryTools {
     /// permissions of the calling turn's agent. `websearch` is absent (no search backend is
     /// configured; the registry says so when it is called). `lsp` is offered when config `lsp` names
     /// servers; the config's `mcp` servers connect in the background and their `<server>_<tool>`
-    /// tools join as each becomes ready. `permissions` holds pending requests; share one across
-    /// Locations so a client can answer them.
+    /// tools join as each becomes ready. `task` joins when the runtime opens the Location
+    /// ([`ToolHost::attach_subagents`]). `permissions` holds pending requests; share one across
+    /// Locations so a client can answer them (asks raised inside subagent sessions included).
     pub fn standard(directory: &Path, config: &Config, paths: &Paths, permissions: Arc<Permissions>) -> Result<Self> {
         Self::build(directory, config, paths, permissions, Arc::new(NoEnv))
     }
@@ -120,9 +124,14 @@ impl RegistryTools {
         Ok(Self { agents, mcp, ..Self::new(registry, permissions) })
     }
 
-    /// The Location's own version of the turn's agent (its permission rules), if it has one.
+    /// The Location's own version of the turn's agent (its permission rules), if it has one. A
+    /// `task` denial the runtime put on the turn's agent (the subagent depth bound) carries over.
     fn local(&self, agent: &Agent) -> Option<Arc<Agent>> {
-        self.agents.as_ref().and_then(|agents| agents.get(&agent.name))
+        let local = self.agents.as_ref().and_then(|agents| agents.get(&agent.name))?;
+        if agent.permission.hides_tool("task") && !local.permission.hides_tool("task") {
+            return Some(Arc::new(crate::subagent::deny_task(&local)));
+        }
+        Some(local)
     }
 
     /// The registry, for registering further tools (those that need services, e.g. `todowrite`).
@@ -168,6 +177,16 @@ impl ToolHost for RegistryTools {
                 Err(err) => ToolResult::error(err.to_string()),
             }
         })
+    }
+
+    fn attach_subagents(&self, runner: Arc<dyn SubagentRunner>, agents: &Agents) {
+        if self.registry.get("task").is_some() {
+            return; // A host shared by several Locations is attached once.
+        }
+        let agents = self.agents.as_deref().unwrap_or(agents).clone();
+        if let Err(err) = self.registry.register(typed(Task::new(runner, agents))) {
+            tracing::warn!("the task tool is not available: {err}");
+        }
     }
 
     fn register_context(&self, context: &SystemContextRegistry) -> Result<Vec<Contribution>> {

@@ -251,6 +251,7 @@ impl Runner {
             return Err(Stop::Failed(RuntimeError::Moved { session: session.id, directory: session.directory }));
         }
         let agent = self.inner.session_agent(&session)?;
+        let agent = crate::subagent::bounded(&self.inner, &session, agent).await?;
         let model = self.model(&session, &agent).await?;
         let span = tracing::info_span!(
             "session.turn",

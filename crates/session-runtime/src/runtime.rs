@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
+use std::sync::Weak;
 use std::time::Duration;
 
 use opencode_catalog::Catalog;
@@ -206,7 +207,8 @@ impl RuntimeBuilder {
         let locations = self
             .locations
             .unwrap_or_else(|| Arc::new(StandardLocations::new(&self.config, self.paths.clone(), self.env.clone())));
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
             agents: Arc::new(Agents::from_config(&AgentDirs::standard(&self.paths), &self.config)),
             compaction: CompactionSettings::from_config(&self.config),
             auth: AuthStore::new(self.paths.auth_file(), &self.env),
@@ -252,6 +254,10 @@ impl std::fmt::Debug for SessionRuntime {
 }
 
 impl SessionRuntime {
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+
     /// Starts building a runtime over a store, an LLM client, the catalog and configuration.
     pub fn builder(
         store: Arc<Store>,
@@ -418,6 +424,8 @@ impl SessionRuntime {
 
 /// Everything a drain needs, shared.
 pub(crate) struct Inner {
+    /// This runtime, for services it hands to its Locations (the `task` tool's subagent runner).
+    me: Weak<Inner>,
     pub(crate) store: Arc<Store>,
     pub(crate) llm: LlmClient,
     pub(crate) catalog: Arc<Catalog>,
@@ -515,6 +523,8 @@ impl Inner {
             return Ok(Arc::clone(location));
         }
         let location = Arc::new(self.location_factory.open(&key)?);
+        let subagents = crate::subagent::Subagents::new(Weak::clone(&self.me));
+        location.tools.attach_subagents(Arc::new(subagents), &self.agents);
         locations.insert(key, Arc::clone(&location));
         Ok(location)
     }

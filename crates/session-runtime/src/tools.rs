@@ -15,6 +15,8 @@ use opencode_llm::ToolDefinition;
 use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
 use opencode_tool_registry::Agent;
+use opencode_tool_registry::Agents;
+use opencode_tool_registry::tools::task::SubagentRunner;
 use serde_json::Map;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -96,6 +98,10 @@ pub trait ToolHost: Send + Sync {
     fn register_context(&self, _context: &SystemContextRegistry) -> crate::error::Result<Vec<Contribution>> {
         Ok(Vec::new())
     }
+
+    /// Offers the `task` tool, delegating to the subagents of `agents` through `runner`. The runtime
+    /// calls this when it opens the Location; hosts without subagent support ignore it.
+    fn attach_subagents(&self, _runner: Arc<dyn SubagentRunner>, _agents: &Agents) {}
 }
 
 /// A Location without tools.

@@ -4,8 +4,10 @@
 //! --command`): `$ARGUMENTS`, `$1`..`$n`, ``!`shell` `` substitutions run in the session's directory,
 //! and `@path` references whose content is shown to the model after the prompt.
 //!
-//! Not supported (yet): MCP prompts and skills as commands, and `subtask: true` (the runtime runs no
-//! subagent sessions yet, so the command runs in the session itself).
+//! Not supported (yet): MCP prompts and skills as commands, and `subtask: true`: OpenCode turns the
+//! command into a `subtask` part that the runner executes as a `task` call; the runtime's runner has
+//! no subtask input yet (subagents run only through the model's `task` tool), so the command runs
+//! in the session itself.
 
 use std::path::Path;
 

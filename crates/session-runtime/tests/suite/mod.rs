@@ -10,4 +10,5 @@ mod projection;
 mod recovery;
 mod registry;
 mod sign_in;
+mod subagents;
 mod support;

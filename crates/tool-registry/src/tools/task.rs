@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use opencode_config::PermissionAction;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -13,6 +14,9 @@ use crate::error::ToolError;
 use crate::tool::ToolContext;
 use crate::tool::ToolOutput;
 use crate::tool::TypedTool;
+
+/// How the description lists a subagent without a description (OpenCode's wording).
+const UNDESCRIBED: &str = "This subagent should only be called manually by the user.";
 
 /// What the runtime is asked to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,7 +34,10 @@ pub struct SubagentRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubagentResult {
     pub task_id: String,
+    /// The subagent's final answer.
     pub output: String,
+    /// The `provider/model` the subagent ran with (tool metadata `model`), when known.
+    pub model: Option<String>,
 }
 
 /// Runs a subagent session to completion (implemented by the session runtime).
@@ -76,7 +83,8 @@ impl TypedTool for Task {
             "Launches a subagent to handle a complex, multi-step task autonomously. Available agent types:\n"
                 .to_owned();
         for agent in self.agents.subagents() {
-            text.push_str(&format!("- {}: {}\n", agent.name, agent.description.as_deref().unwrap_or("")));
+            let description = agent.description.as_deref().unwrap_or(UNDESCRIBED);
+            text.push_str(&format!("- {}: {description}\n", agent.name));
         }
         text
     }
@@ -84,7 +92,12 @@ impl TypedTool for Task {
     fn run<'a>(&'a self, input: TaskInput, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let Some(agent) = self.agents.subagents().find(|agent| agent.name == input.subagent_type) else {
-                let known: Vec<&str> = self.agents.subagents().map(|agent| agent.name.as_str()).collect();
+                let known: Vec<&str> = self
+                    .agents
+                    .subagents()
+                    .filter(|agent| ctx.agent.permission.evaluate("task", &agent.name) != PermissionAction::Deny)
+                    .map(|agent| agent.name.as_str())
+                    .collect();
                 return Err(ToolError::model(format!(
                     "Unknown agent type: {}. Available: {}",
                     input.subagent_type,
@@ -101,12 +114,16 @@ impl TypedTool for Task {
                 task_id: input.task_id,
             };
             let result = self.runner.run(request, ctx).await?;
-            Ok(ToolOutput::text(format!(
+            let output = ToolOutput::text(format!(
                 "<task id=\"{}\" state=\"completed\">\n<task_result>\n{}\n</task_result>\n</task>",
                 result.task_id, result.output
             ))
             .with_title(input.description)
-            .with_metadata("sessionId", result.task_id))
+            .with_metadata("sessionId", result.task_id);
+            Ok(match result.model {
+                Some(model) => output.with_metadata("model", model),
+                None => output,
+            })
         })
     }
 }

@@ -87,6 +87,7 @@ impl SubagentRunner for Runner {
             Ok(SubagentResult {
                 task_id: "ses_child".into(),
                 output: format!("{} did: {}", request.agent, request.prompt),
+                model: None,
             })
         })
     }
