@@ -7,7 +7,7 @@ use std::sync::Arc;
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
 use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
-use opencode_session_runtime::{Plugins, RuntimeError, RuntimeOptions, SessionRuntime, StandardLocations};
+use opencode_session_runtime::{Plugins, RuntimeOptions, SessionRuntime, StandardLocations};
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
 
@@ -69,7 +69,7 @@ impl Context {
     pub async fn engine(&self, store: Arc<Store>, pure: bool) -> Result<Engine, CliError> {
         let (catalog, _) = self.catalog()?;
         let config = self.loaded.config.clone();
-        let llm = opencode_llm::LlmClient::new().map_err(RuntimeError::Provider)?;
+        let llm = opencode_llm::LlmClient::new();
         let plugins = Plugins::discover(&self.env, &config, &self.cwd, pure);
         let warnings = plugins
             .start()

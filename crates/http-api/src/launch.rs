@@ -159,7 +159,7 @@ fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
     let catalog = catalog
         .with_config(&loaded.config)
         .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
-    let llm = LlmClient::new().map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    let llm = LlmClient::new();
     let store = Arc::new(store);
     let permissions = store_permissions(Arc::clone(&store));
     let plugins = Plugins::discover(env, &loaded.config, directory, false);

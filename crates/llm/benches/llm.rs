@@ -198,7 +198,7 @@ async fn overhead_benchmark(fixtures: &Path) {
         },
     )
     .expect("route");
-    let client = LlmClient::new().expect("client");
+    let client = LlmClient::new();
     let http = reqwest::Client::new();
     let request = LlmRequest::new("gpt-4o-mini").system("Call tools.").message(Message::user("Call get_weather."));
     let body = client.prepare(&route, &request).expect("prepare").body;

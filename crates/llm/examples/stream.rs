@@ -89,7 +89,7 @@ async fn run(args: Args) -> Result<(), LlmError> {
     }
     request.generation.max_tokens = args.max_tokens;
 
-    let client = LlmClient::new()?;
+    let client = LlmClient::new();
     let mut stream = client.stream(&route, &request).await?;
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {

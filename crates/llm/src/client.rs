@@ -128,7 +128,7 @@ impl PreparedRequest {
 }
 
 /// A provider-neutral streaming client. Cheap to clone; share one per process.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LlmClient {
     /// Built on the first request: a TLS client (crypto provider, platform verifier) is the
     /// largest part of an idle server's start-up work, and a server may never call a model.
@@ -137,12 +137,14 @@ pub struct LlmClient {
 }
 
 impl LlmClient {
-    pub fn new() -> Result<Self, LlmError> {
+    pub fn new() -> Self {
         Self::with_options(ClientOptions::default())
     }
 
-    pub fn with_options(options: ClientOptions) -> Result<Self, LlmError> {
-        Ok(Self { http: Arc::default(), options })
+    /// Builds nothing yet: the HTTP client is made on the first request, and a failure to make it is
+    /// that request's error.
+    pub fn with_options(options: ClientOptions) -> Self {
+        Self { http: Arc::default(), options }
     }
 
     /// The HTTP client, built on first use.

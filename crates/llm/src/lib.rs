@@ -16,7 +16,7 @@
 //! use opencode_llm::{LlmClient, LlmRequest, Message, provider};
 //!
 //! # async fn run() -> Result<(), opencode_llm::LlmError> {
-//! let client = LlmClient::new()?;
+//! let client = LlmClient::new();
 //! let route = provider::route("anthropic", &provider::ProviderConfig::default())?;
 //! let request = LlmRequest::new("claude-haiku-4-5").system("Be brief.").message(Message::user("Hi"));
 //! let mut events = client.stream(&route, &request).await?;

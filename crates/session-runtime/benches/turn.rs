@@ -114,7 +114,7 @@ async fn measure_at(
     let clock = Arc::new(Clock::default());
     let rt = SessionRuntime::builder(
         Arc::clone(&store),
-        opencode_llm::LlmClient::new()?,
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config)?),
         Arc::new(config.clone()),
         paths.clone(),

@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
     let runtime = SessionRuntime::builder(
         Arc::new(opencode_session_store::Store::open(paths.database())?),
-        opencode_llm::LlmClient::new()?,
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config)?),
         Arc::new(config),
         paths,

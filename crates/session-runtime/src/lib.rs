@@ -26,7 +26,7 @@
 //! let store = Arc::new(opencode_session_store::Store::open(paths.database())?);
 //! let catalog = Arc::new(opencode_catalog::Catalog::bundled()?);
 //! let config = Arc::new(opencode_config::Config::default());
-//! let llm = opencode_llm::LlmClient::new().map_err(opencode_session_runtime::RuntimeError::Provider)?;
+//! let llm = opencode_llm::LlmClient::new();
 //! let runtime = SessionRuntime::builder(store, llm, catalog, config, paths)
 //!     .env(opencode_config::Env::from_process())
 //!     .build();

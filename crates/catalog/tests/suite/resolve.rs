@@ -94,7 +94,7 @@ async fn a_data_only_provider_streams_through_the_resolved_route() {
     request.options = resolved.options.request.clone();
     request.generation = resolved.options.generation.clone();
     request.http.body = resolved.options.body.clone();
-    let response = LlmClient::new().unwrap().generate(&resolved.route, &request).await.unwrap();
+    let response = LlmClient::new().generate(&resolved.route, &request).await.unwrap();
     assert_eq!(response.message.text(), "Hi");
     let sent = &mock.requests()[0];
     assert_eq!(sent.header("authorization"), Some("Bearer acme-key"));

@@ -124,7 +124,7 @@ async fn a_resolved_sign_in_reaches_the_provider_as_a_bearer_token() {
     let stored = oauth("sk-ant-oat-2", None);
     let resolved = catalog.resolve("anthropic", "claude-sonnet-4-5", None, Some(&stored), &Env::default()).unwrap();
     let request = LlmRequest::new(resolved.api_id.clone()).system("Be brief.").message(Message::user("hello"));
-    let response = LlmClient::new().unwrap().generate(&resolved.route, &request).await.unwrap();
+    let response = LlmClient::new().generate(&resolved.route, &request).await.unwrap();
     assert_eq!(response.message.text(), "Hi");
     let sent = &mock.requests()[0];
     assert_eq!(sent.path_and_query, "/v1/messages?beta=true");

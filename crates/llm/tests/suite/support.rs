@@ -56,7 +56,6 @@ pub fn client() -> LlmClient {
         idle_timeout: std::time::Duration::from_secs(5),
         ..Default::default()
     })
-    .expect("client builds")
 }
 
 /// Streams `request` through the mock serving `response`; returns every event.

@@ -39,7 +39,6 @@ fn fast_retry_client(max_retries: u32, idle: Duration) -> LlmClient {
         idle_timeout: idle,
         ..Default::default()
     })
-    .unwrap()
 }
 
 fn request() -> LlmRequest {

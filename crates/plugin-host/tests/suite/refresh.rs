@@ -77,7 +77,7 @@ async fn an_expired_sign_in_is_refreshed_saved_and_sent() {
     let catalog = Catalog::bundled().unwrap().with_config(&config).unwrap();
     let resolved = catalog.resolve("anthropic", "claude-sonnet-4-5", None, Some(&fresh), &Env::default()).unwrap();
     let request = LlmRequest::new(resolved.api_id.clone()).message(Message::user("hello"));
-    let response = LlmClient::new().unwrap().generate(&resolved.route, &request).await.unwrap();
+    let response = LlmClient::new().generate(&resolved.route, &request).await.unwrap();
     assert_eq!(response.message.text(), "Hi");
     assert_eq!(provider.requests()[0].header("authorization"), Some("Bearer at-new"));
 }

@@ -34,7 +34,7 @@ async fn titled() -> (super::support::Harness, SessionRuntime) {
     .unwrap();
     let runtime = SessionRuntime::builder(
         std::sync::Arc::clone(&h.store),
-        opencode_llm::LlmClient::new().unwrap(),
+        opencode_llm::LlmClient::new(),
         std::sync::Arc::new(Catalog::default().with_config(&config).unwrap()),
         std::sync::Arc::new(config),
         Paths::under(h.data.path()),

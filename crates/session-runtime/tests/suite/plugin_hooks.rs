@@ -145,8 +145,7 @@ async fn runtime(
     let paths = Paths::under(data);
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
-    let llm =
-        LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() }).unwrap();
+    let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
     let (tool_config, tool_paths) = (config.clone(), paths.clone());
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_tools(move |dir| Ok(tools(dir, &tool_config, &tool_paths)));

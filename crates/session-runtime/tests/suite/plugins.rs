@@ -120,8 +120,7 @@ async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost) 
     let paths = Paths::under(data);
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
-    let llm =
-        LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() }).unwrap();
+    let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
     let tools = file_tools();
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_tools(move |_| Ok(Arc::new(tools.clone())));

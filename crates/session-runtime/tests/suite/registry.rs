@@ -41,7 +41,7 @@ async fn the_registry_tools_read_and_edit_files_in_the_project() {
     });
     let runtime = SessionRuntime::builder(
         Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
-        opencode_llm::LlmClient::new().unwrap(),
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
         Arc::new(config),
         paths,
@@ -95,7 +95,7 @@ async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
     let runtime = SessionRuntime::builder(
         Arc::clone(&store),
-        opencode_llm::LlmClient::new().unwrap(),
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
         Arc::new(config),
         paths,
@@ -167,7 +167,7 @@ async fn a_config_agent_is_one_agent_for_the_provider_request_and_the_tool_permi
     });
     let runtime = SessionRuntime::builder(
         Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
-        opencode_llm::LlmClient::new().unwrap(),
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
         Arc::new(config),
         paths,

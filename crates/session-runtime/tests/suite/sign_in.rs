@@ -72,8 +72,7 @@ async fn setup(
     let endpoints = AnthropicEndpoints { token: format!("{}/v1/oauth/token", tokens.base_url()), ..Default::default() };
     let refresher = AuthRefresher::new(vec![Arc::new(AnthropicAuth::new(endpoints))]);
     let store = Arc::new(Store::open(paths.database()).unwrap());
-    let llm =
-        LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() }).unwrap();
+    let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
     let options =
         RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };

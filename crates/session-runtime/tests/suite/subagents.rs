@@ -67,7 +67,7 @@ async fn env(extra: Value) -> Env {
     let store = Arc::new(Store::open(paths.database()).unwrap());
     let runtime = SessionRuntime::builder(
         Arc::clone(&store),
-        opencode_llm::LlmClient::new().unwrap(),
+        opencode_llm::LlmClient::new(),
         Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
         Arc::new(config),
         paths,

@@ -81,8 +81,7 @@ pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limi
     let paths = Paths::under(data);
     let store = Arc::new(Store::open(paths.database()).unwrap());
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
-    let llm =
-        LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() }).unwrap();
+    let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
     let date = DateSource::with_clock(|| CalendarDate { year: 2026, month: 3, day: 14 });
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_date(date)
