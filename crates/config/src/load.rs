@@ -323,23 +323,47 @@ impl Loader<'_> {
     }
 
     fn agent_file(&mut self, file: markdown::AgentFile) {
+        let primary = file.primary;
         let source = ConfigSource::AgentFile(file.path.clone());
-        let text = match std::fs::read_to_string(&file.path) {
+        self.markdown_entry(source, "agent", file.name, &file.path, |text| {
+            let mut agent = markdown::agent_from_markdown(text)?;
+            if let Some(map) = agent.as_object_mut().filter(|_| primary) {
+                map.entry("mode").or_insert_with(|| Value::String("primary".into()));
+            }
+            Ok(agent)
+        });
+    }
+
+    fn command_files(&mut self, dir: &Path) {
+        for file in crate::commands::command_files(dir) {
+            let source = ConfigSource::CommandFile(file.path.clone());
+            self.markdown_entry(source, "command", file.name, &file.path, crate::commands::command_from_markdown);
+        }
+    }
+
+    /// Reads a markdown definition file and applies it as `{ <key>: { <name>: <parsed> } }`; an
+    /// unreadable or malformed file is reported and skipped.
+    fn markdown_entry(
+        &mut self,
+        source: ConfigSource,
+        key: &str,
+        name: String,
+        path: &Path,
+        parse: impl FnOnce(&str) -> Result<Value, jsonc::JsoncError>,
+    ) {
+        let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(err) => {
-                self.out.errors.push(ConfigError::Read { path: file.path, reason: err.to_string() });
+                self.out.errors.push(ConfigError::Read { path: path.to_path_buf(), reason: err.to_string() });
                 return;
             }
         };
-        match markdown::agent_from_markdown(&text) {
-            Ok(mut agent) => {
-                if let Some(map) = agent.as_object_mut().filter(|_| file.primary) {
-                    map.entry("mode").or_insert_with(|| Value::String("primary".into()));
-                }
+        match parse(&text) {
+            Ok(value) => {
                 let mut entry = Map::new();
-                entry.insert(file.name, agent);
+                entry.insert(name, value);
                 let mut layer = Map::new();
-                layer.insert("agent".into(), Value::Object(entry));
+                layer.insert(key.into(), Value::Object(entry));
                 self.apply(source, layer);
             }
             Err(err) => self.out.errors.push(ConfigError::Parse {
@@ -348,34 +372,6 @@ impl Loader<'_> {
                 column: err.column,
                 message: err.message,
             }),
-        }
-    }
-
-    fn command_files(&mut self, dir: &Path) {
-        for file in crate::commands::command_files(dir) {
-            let source = ConfigSource::CommandFile(file.path.clone());
-            let text = match std::fs::read_to_string(&file.path) {
-                Ok(text) => text,
-                Err(err) => {
-                    self.out.errors.push(ConfigError::Read { path: file.path, reason: err.to_string() });
-                    continue;
-                }
-            };
-            match crate::commands::command_from_markdown(&text) {
-                Ok(command) => {
-                    let mut entry = Map::new();
-                    entry.insert(file.name, command);
-                    let mut layer = Map::new();
-                    layer.insert("command".into(), Value::Object(entry));
-                    self.apply(source, layer);
-                }
-                Err(err) => self.out.errors.push(ConfigError::Parse {
-                    origin: source.to_string(),
-                    line: err.line,
-                    column: err.column,
-                    message: err.message,
-                }),
-            }
         }
     }
 
