@@ -12,6 +12,7 @@ use serde_json::json;
 
 use opencode_mock_provider::MockResponse;
 
+use super::percent_encode;
 use super::runtime::RuntimeServer as TestServer;
 use super::runtime::start_runtime;
 
@@ -64,7 +65,7 @@ impl Case {
         for segment in path.split('/').filter(|s| !s.is_empty()) {
             url.push('/');
             match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                Some(name) => url.push_str(&encode(&path_value(t, name, rng).await)),
+                Some(name) => url.push_str(&percent_encode(&path_value(t, name, rng).await, b"")),
                 None => url.push_str(segment),
             }
         }
@@ -75,7 +76,7 @@ impl Case {
             }
             let name = parameter["name"].as_str().unwrap_or_default();
             let value = query_value(t, doc, name, &parameter["schema"], rng);
-            query.push(format!("{}={}", encode(name), encode(&value)));
+            query.push(format!("{}={}", percent_encode(name, b""), percent_encode(&value, b"")));
         }
         if !query.is_empty() {
             url = format!("{url}?{}", query.join("&"));
@@ -258,19 +259,6 @@ fn mutate(value: &mut Value, rng: &mut Rng) {
 fn truncate(text: &str, rng: &mut Rng) -> String {
     let cut = rng.below(text.len().max(1));
     text.chars().take(cut).collect()
-}
-
-/// Percent-encodes everything but unreserved characters (so hostile text reaches the router intact).
-fn encode(text: &str) -> String {
-    let mut out = String::new();
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// splitmix64: small, deterministic, good enough to pick cases.

@@ -111,10 +111,14 @@ fn git(dir: &Path, args: &[&str]) {
 
 /// `?directory=<dir>` percent-encoded.
 pub fn directory_query(dir: &Path) -> String {
-    let text = dir.to_string_lossy();
-    let mut out = String::from("directory=");
+    format!("directory={}", percent_encode(&dir.to_string_lossy(), b"/"))
+}
+
+/// Percent-encodes everything but unreserved characters and `keep`.
+pub fn percent_encode(text: &str, keep: &[u8]) -> String {
+    let mut out = String::new();
     for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-_.~/".contains(&byte) {
+        if byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) || keep.contains(&byte) {
             out.push(char::from(byte));
         } else {
             out.push_str(&format!("%{byte:02X}"));
