@@ -106,6 +106,31 @@ impl MockResponse {
         ])
     }
 
+    /// An OpenAI Chat Completions stream calling `calls` (`(call id, tool name, input)`), finishing
+    /// with `tool_calls`, then `usage` (prompt and completion tokens) when given, and `[DONE]`.
+    pub fn chat_tool_calls(calls: &[(&str, &str, serde_json::Value)], usage: Option<(u64, u64)>) -> Self {
+        use serde_json::json;
+        let deltas: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, (id, name, input))| {
+                json!({"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})
+            })
+            .collect();
+        let mut frames = vec![
+            json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": deltas}}]})
+                .to_string(),
+            json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
+        ];
+        if let Some((prompt, completion)) = usage {
+            let usage =
+                json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+            frames.push(json!({"id": "c", "choices": [], "usage": usage}).to_string());
+        }
+        frames.push("[DONE]".to_owned());
+        Self::sse(frames)
+    }
+
     /// A response whose body is `body` serialized compactly, with
     /// `content-type: application/json`.
     pub fn json(status: u16, body: &serde_json::Value) -> Self {

@@ -92,15 +92,7 @@ pub fn text(answer: &str) -> MockResponse {
 
 /// A streamed answer calling one tool.
 pub fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
-    let call =
-        json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}});
-    MockResponse::sse([
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]}).to_string(),
-        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
-        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}})
-            .to_string(),
-        "[DONE]".to_owned(),
-    ])
+    MockResponse::chat_tool_calls(&[(id, name, input)], Some((50, 5)))
 }
 
 /// The chat messages of every request the mock received.

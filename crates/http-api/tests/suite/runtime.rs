@@ -113,13 +113,7 @@ pub fn text(answer: &str) -> MockResponse {
 }
 
 pub fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
-    let call =
-        json!({"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}});
-    MockResponse::sse([
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]}).to_string(),
-        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
-        "[DONE]".to_owned(),
-    ])
+    MockResponse::chat_tool_calls(&[(id, name, input)], None)
 }
 
 pub fn prompt(text: &str) -> Value {

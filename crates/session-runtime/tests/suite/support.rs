@@ -103,18 +103,7 @@ pub fn tool_call(id: &str, name: &str, input: Value) -> MockResponse {
 
 /// A streamed answer calling several tools.
 pub fn tool_calls(calls: &[(&str, &str, Value)]) -> MockResponse {
-    let deltas: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(index, (id, name, input))| {
-            json!({"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": input.to_string()}})
-        })
-        .collect();
-    MockResponse::sse([
-        json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": deltas}}]}).to_string(),
-        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
-        "[DONE]".to_owned(),
-    ])
+    MockResponse::chat_tool_calls(calls, None)
 }
 
 /// A context-overflow rejection, as OpenAI sends it.
