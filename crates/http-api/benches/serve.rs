@@ -6,7 +6,8 @@
 //! 1. Start-up: `serve` called until `/global/health` has answered.
 //! 2. Create a session; list 200 sessions; prompt and wait for the reply; GET 200 messages.
 //! 3. Resident memory idle, and its growth over 100 prompt turns.
-//! 4. A prompt turn with 100 `/event` subscribers connected, against none.
+//! 4. A prompt turn with 100 `/event` subscribers connected, against none: the readers inside the bench
+//!    process, then in a child process (as real clients are).
 //! 5. Over the session runtime (`start_server`): prompt and wait against a local OpenAI-compatible mock
 //!    that streams each SSE frame as its own write, once with `TCP_NODELAY` on the mock's sockets and
 //!    once without (Nagle on, as in `../shared/bench/mock_openai.py`).
@@ -25,7 +26,13 @@ use opencode_session_store::Store;
 use serde_json::Value;
 use serde_json::json;
 
+/// Set in the child process that holds the `/event` subscribers: the URL to subscribe to.
+const READERS: &str = "OPENCODE_BENCH_EVENT_READERS";
+
 fn main() {
+    if let Ok(url) = std::env::var(READERS) {
+        return read_events(&url);
+    }
     let _already_installed = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(run());
@@ -89,20 +96,32 @@ async fn run() {
 
     let mut subscribers = Vec::new();
     for _ in 0..100 {
-        let response = http.get(format!("{url}/event")).send().await.unwrap();
-        let mut body = response.bytes_stream();
-        body.next().await.unwrap().unwrap();
-        subscribers.push(tokio::spawn(async move { while let Some(Ok(_)) = body.next().await {} }));
+        subscribers.push(subscribe(&http, &format!("{url}/event")).await);
     }
-    let with_subscribers = median(50, || async {
+    let in_process = median(50, || async {
         post(&http, &turn_url, prompt.clone()).await;
     })
     .await;
-    println!("prompt and wait with 100 /event subscribers: {}", ms(with_subscribers));
-    server.shutdown().await.unwrap();
+    println!("prompt and wait with 100 /event subscribers in this process: {}", ms(in_process));
     for subscriber in subscribers {
-        subscriber.await.unwrap();
+        subscriber.abort();
     }
+    let mut readers = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(READERS, format!("{url}/event"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    let stdout = readers.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let separate = median(50, || async {
+        post(&http, &turn_url, prompt.clone()).await;
+    })
+    .await;
+    println!("prompt and wait with 100 /event subscribers in another process: {}", ms(separate));
+    server.shutdown().await.unwrap();
+    assert!(readers.wait().unwrap().success());
 
     println!();
     println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
@@ -111,6 +130,31 @@ async fn run() {
         let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
         println!("prompt and wait, mock {label}: {} (min {})", ms(turn), ms(min));
     }
+}
+
+/// The child process: 100 subscribers that read `url` until the server stops, on one thread (as
+/// clients in their own process would); prints `ready` once each has its first event.
+fn read_events(url: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let http = reqwest::Client::new();
+        let mut subscribers = Vec::new();
+        for _ in 0..100 {
+            subscribers.push(subscribe(&http, url).await);
+        }
+        println!("ready");
+        for subscriber in subscribers {
+            subscriber.await.unwrap();
+        }
+    });
+}
+
+/// Opens an event stream, waits for its first event, and reads the rest in a task.
+async fn subscribe(http: &reqwest::Client, url: &str) -> tokio::task::JoinHandle<()> {
+    let response = http.get(url).send().await.unwrap();
+    let mut body = response.bytes_stream();
+    body.next().await.unwrap().unwrap();
+    tokio::spawn(async move { while let Some(Ok(_)) = body.next().await {} })
 }
 
 /// Median and best of 50 synchronous prompt turns through `start_server` against a mock provider.

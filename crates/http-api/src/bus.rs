@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
 
+use bytes::Bytes;
 use opencode_session_store::Event;
 use opencode_session_store::EventHook;
 use opencode_session_store::Store;
@@ -28,6 +29,8 @@ pub struct BusEvent {
     pub kind: String,
     /// `{"id","type","properties"}` as sent in the SSE `data:` line.
     pub json: String,
+    /// The SSE frame (`data: <json>` and a blank line), encoded once for every subscriber.
+    pub frame: Bytes,
     /// For durable events: the store's event (session, sequence number, data) as JSON.
     pub durable: Option<Durable>,
 }
@@ -123,7 +126,9 @@ impl EventBus {
 /// Builds the wire form of an event.
 pub fn encode(directory: Option<String>, kind: &str, properties: Value) -> BusEvent {
     let json = json!({ "id": id::ascending(IdKind::Event), "type": kind, "properties": properties }).to_string();
-    BusEvent { directory, kind: kind.to_owned(), json, durable: None }
+    // Serialised JSON has no raw line breaks, so one `data:` line carries it.
+    let frame = Bytes::from(format!("data: {json}\n\n"));
+    BusEvent { directory, kind: kind.to_owned(), json, frame, durable: None }
 }
 
 /// OpenCode's `properties` for a durable event: the stored data, with `sessionID` added when missing.

@@ -7,18 +7,20 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::http::header;
 use axum::response::IntoResponse;
 use axum::response::Response;
-use axum::response::sse::Event as SseEvent;
-use axum::response::sse::Sse;
+use bytes::Bytes;
+use bytes::BytesMut;
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::watch;
 
 use super::Op;
@@ -82,61 +84,98 @@ async fn session_events(
     Ok(sse(durable_feed(s.clone(), id, after, rx)))
 }
 
-fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
-    let mut response = Sse::new(stream).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
-    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+fn sse(stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -> Response {
+    let mut response = Body::from_stream(stream).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
+
+/// After the first event of a burst, how long a stream waits for the rest before writing them as one
+/// chunk. A turn publishes a dozen events within a millisecond or two: one write per subscriber per
+/// burst instead of per event keeps 100 subscribers from slowing the turn (docs/BENCHMARKS.md), and
+/// the delay is far below what a client can show (OpenCode's TUI renders events in 16 ms batches).
+const COALESCE: Duration = Duration::from_millis(3);
+/// Events gathered into one chunk at most (bounds a chunk when a stream catches up).
+const CHUNK_EVENTS: usize = 256;
 
 struct Feed {
     rx: broadcast::Receiver<Arc<BusEvent>>,
     directory: Option<String>,
     shutdown: watch::Receiver<bool>,
     heartbeat: tokio::time::Interval,
-    first: Option<String>,
+    first: Option<Bytes>,
+    closed: bool,
 }
 
-/// `server.connected`, then every bus event for `directory` (all when `None`), with heartbeats.
+/// `server.connected`, then every bus event for `directory` (all when `None`), with heartbeats. Each
+/// item is one chunk of pre-encoded frames: the events of one burst.
 fn feed(
     rx: broadcast::Receiver<Arc<BusEvent>>,
     directory: Option<String>,
     shutdown: watch::Receiver<bool>,
-) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-    let first = Some(encode(None, "server.connected", json!({})).json);
-    let state = Feed { rx, directory, shutdown, heartbeat, first };
+    let first = Some(encode(None, "server.connected", json!({})).frame);
+    let state = Feed { rx, directory, shutdown, heartbeat, first, closed: false };
     futures_util::stream::unfold(state, |mut feed| async move {
         if let Some(first) = feed.first.take() {
-            return Some((Ok(SseEvent::default().data(first)), feed));
+            return Some((Ok(first), feed));
         }
         loop {
-            let next = tokio::select! {
-                _ = feed.shutdown.wait_for(|stop| *stop) => Next::Stop,
-                _ = feed.heartbeat.tick() => Next::Send(encode(None, "server.heartbeat", json!({})).json),
-                received = feed.rx.recv() => match received {
-                    Ok(event) if visible(&event, feed.directory.as_deref()) => Next::Send(event.json.clone()),
-                    Ok(_) => Next::Skip,
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "an event subscriber fell behind; events skipped");
-                        Next::Skip
-                    }
-                    Err(RecvError::Closed) => Next::Stop,
-                },
-            };
-            match next {
-                Next::Send(data) => return Some((Ok(SseEvent::default().data(data)), feed)),
-                Next::Skip => {}
-                Next::Stop => return None,
+            if feed.closed {
+                return None;
             }
+            let event = tokio::select! {
+                _ = feed.shutdown.wait_for(|stop| *stop) => return None,
+                _ = feed.heartbeat.tick() => None,
+                received = feed.rx.recv() => Some(received),
+            };
+            let Some(event) = event else {
+                return Some((Ok(encode(None, "server.heartbeat", json!({})).frame), feed));
+            };
+            let mut chunk = BytesMut::new();
+            if !feed.take(event, &mut chunk) {
+                continue;
+            }
+            // While this sleeps the stream is not waiting on the bus, so the rest of the burst costs
+            // no wake-ups; it is then drained at once.
+            tokio::time::sleep(COALESCE).await;
+            for _ in 1..CHUNK_EVENTS {
+                let received = match feed.rx.try_recv() {
+                    Ok(event) => Ok(event),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
+                    Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                };
+                feed.take(received, &mut chunk);
+            }
+            return Some((Ok(chunk.freeze()), feed));
         }
     })
 }
 
-enum Next {
-    Send(String),
-    Skip,
-    Stop,
+impl Feed {
+    /// Adds a received event to `chunk` when this stream shows it; true when it did.
+    fn take(&mut self, received: Result<Arc<BusEvent>, RecvError>, chunk: &mut BytesMut) -> bool {
+        match received {
+            Ok(event) if visible(&event, self.directory.as_deref()) => {
+                chunk.extend_from_slice(&event.frame);
+                true
+            }
+            Ok(_) => false,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "an event subscriber fell behind; events skipped");
+                false
+            }
+            Err(RecvError::Closed) => {
+                self.closed = true;
+                false
+            }
+        }
+    }
 }
 
 fn visible(event: &BusEvent, directory: Option<&str>) -> bool {
@@ -163,14 +202,14 @@ fn durable_feed(
     session: String,
     after: i64,
     rx: broadcast::Receiver<Arc<BusEvent>>,
-) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let mut shutdown = state.inner.shutdown.clone();
     let feed = DurableFeed { state, session, last: after, replaying: true, backlog: Default::default(), rx };
     let stream = futures_util::stream::unfold(feed, |mut feed| async move {
         loop {
             if let Some((seq, kind, data)) = feed.backlog.pop_front() {
                 feed.last = seq;
-                return Some((Ok(SseEvent::default().id(seq.to_string()).event(kind).data(data)), feed));
+                return Some((Ok(Bytes::from(format!("id: {seq}\nevent: {kind}\ndata: {data}\n\n"))), feed));
             }
             if feed.replaying {
                 let (id, after) = (feed.session.clone(), feed.last);
