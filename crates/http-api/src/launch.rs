@@ -1,8 +1,8 @@
 //! Starting a server over the real session runtime: what `opencode serve` and the `opencode-server`
 //! binary run. [`start_server`] builds the store, the configuration of the start directory, the
-//! catalog, the provider client, the plugins, the runtime (each directory's own configuration,
-//! standard tools plus `todowrite`/`todoread` per Location, one permission service with per-project
-//! approvals) and serves it; the plugins start in the background (requests are answered at once,
+//! catalog (decoded by the first prompt that needs it), the provider client, the plugins, the runtime
+//! (each directory's own configuration, standard tools plus `todowrite`/`todoread` per Location, one
+//! permission service with per-project approvals) and serves it; the plugins start in the background (requests are answered at once,
 //! prompts wait for them). [`run_server`] adds the process environment, the listening line, and a
 //! graceful stop on SIGINT/SIGTERM.
 
@@ -10,7 +10,7 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use opencode_catalog::Catalog;
+use opencode_catalog::LazyCatalog;
 use opencode_config::Config;
 use opencode_config::Env;
 use opencode_config::LoadOptions;
@@ -84,7 +84,7 @@ pub fn store_permissions(store: Arc<Store>) -> Arc<Permissions> {
 pub fn build_runtime(
     store: Arc<Store>,
     llm: LlmClient,
-    catalog: Arc<Catalog>,
+    catalog: impl Into<LazyCatalog>,
     config: Arc<Config>,
     paths: Paths,
     env: Env,
@@ -151,29 +151,28 @@ fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
     let mut load = LoadOptions::new(env.clone(), directory);
     load.paths = paths.clone();
     let loaded = opencode_config::load(&load);
-    let mut warnings: Vec<String> =
-        loaded.errors.iter().map(|err| format!("{err} (skipped; {})", err.hint())).collect();
-    let (catalog, _origin, problems) = opencode_catalog::source::load(&paths, env)
-        .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
-    warnings.extend(problems.iter().map(ToString::to_string));
-    let catalog = catalog
-        .with_config(&loaded.config)
-        .map_err(|err| ServeError::Setup { message: err.to_string(), hint: err.hint() })?;
+    let warnings: Vec<String> = loaded.errors.iter().map(|err| format!("{err} (skipped; {})", err.hint())).collect();
+    let config = Arc::new(loaded.config);
+    let catalog = start_catalog(paths.clone(), env.clone(), Arc::clone(&config));
     let llm = LlmClient::new();
     let store = Arc::new(store);
     let permissions = store_permissions(Arc::clone(&store));
-    let plugins = Plugins::discover(env, &loaded.config, directory, false);
-    let runtime = build_runtime(
-        Arc::clone(&store),
-        llm,
-        Arc::new(catalog),
-        Arc::new(loaded.config),
-        paths,
-        env.clone(),
-        Arc::clone(&permissions),
-        &plugins,
-    );
+    let plugins = Plugins::discover(env, &config, directory, false);
+    let runtime =
+        build_runtime(Arc::clone(&store), llm, catalog, config, paths, env.clone(), Arc::clone(&permissions), &plugins);
     Ok((store, runtime, permissions, plugins, warnings))
+}
+
+/// The start directory's catalog, decoded by the first prompt that needs a model: an idle server
+/// never holds it. Sources that fail to parse are skipped and logged then.
+fn start_catalog(paths: Paths, env: Env, config: Arc<Config>) -> LazyCatalog {
+    LazyCatalog::new(move || {
+        let (catalog, _origin, problems) = opencode_catalog::source::load(&paths, &env)?;
+        for problem in problems {
+            tracing::warn!(%problem, "model catalog source skipped");
+        }
+        catalog.with_config(&config)
+    })
 }
 
 async fn wait_for_signal() {

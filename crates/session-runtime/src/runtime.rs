@@ -12,6 +12,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use opencode_catalog::Catalog;
+use opencode_catalog::LazyCatalog;
 use opencode_config::AuthInfo;
 use opencode_config::AuthStore;
 use opencode_config::Config;
@@ -160,7 +161,7 @@ pub struct RunResult {
 pub struct RuntimeBuilder {
     store: Arc<Store>,
     llm: LlmClient,
-    catalog: Arc<Catalog>,
+    catalog: LazyCatalog,
     config: Arc<Config>,
     paths: Paths,
     env: Env,
@@ -258,18 +259,19 @@ impl SessionRuntime {
         Self { inner }
     }
 
-    /// Starts building a runtime over a store, an LLM client, the catalog and configuration.
+    /// Starts building a runtime over a store, an LLM client, the catalog (ready, or a
+    /// [`LazyCatalog`] loaded by the first turn that needs it) and configuration.
     pub fn builder(
         store: Arc<Store>,
         llm: LlmClient,
-        catalog: Arc<Catalog>,
+        catalog: impl Into<LazyCatalog>,
         config: Arc<Config>,
         paths: Paths,
     ) -> RuntimeBuilder {
         RuntimeBuilder {
             store,
             llm,
-            catalog,
+            catalog: catalog.into(),
             config,
             paths,
             env: Env::default(),
@@ -428,7 +430,8 @@ pub(crate) struct Inner {
     me: Weak<Inner>,
     pub(crate) store: Arc<Store>,
     pub(crate) llm: LlmClient,
-    pub(crate) catalog: Arc<Catalog>,
+    /// The start directory's catalog, loaded on first use.
+    pub(crate) catalog: LazyCatalog,
     pub(crate) config: Arc<Config>,
     pub(crate) env: Env,
     pub(crate) auth: AuthStore,
@@ -473,7 +476,7 @@ impl Inner {
             None => Settings {
                 config: Arc::clone(&self.config),
                 agents: Arc::clone(&self.agents),
-                catalog: Arc::clone(&self.catalog),
+                catalog: self.catalog.get()?,
             },
         })
     }

@@ -69,9 +69,10 @@ pub(crate) fn spawn(inner: Arc<Inner>, session: Session, model: ModelChoice, tex
 }
 
 async fn title(inner: &Arc<Inner>, session: &Session, main: &ModelChoice, text: &str) -> Result<()> {
-    let small = crate::defaults::small_model(&inner.catalog, &inner.config, main);
+    let catalog = inner.catalog.get()?;
+    let small = crate::defaults::small_model(&catalog, &inner.config, main);
     let auth = inner.credentials(&small.provider).await?;
-    let resolved = inner.catalog.resolve(&small.provider, &small.model, None, auth.as_ref(), &inner.env)?;
+    let resolved = catalog.resolve(&small.provider, &small.model, None, auth.as_ref(), &inner.env)?;
     let mut request = LlmRequest::new(resolved.api_id.clone())
         .system(TITLE_PROMPT)
         .message(Message::user("Generate a title for this conversation:\n"))
