@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use opencode_session_store::Delivery;
 use opencode_session_store::Event;
@@ -62,7 +63,7 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// The driver's events: live ones (`session.status`, `session.idle`, `message.part.delta`, ...) and,
     /// when [`SessionDriver::forwards_durable_events`], the store's committed events in commit order.
     /// `None` when the driver has none.
-    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>>;
+    fn subscribe(&self) -> Option<broadcast::Receiver<Arc<DriverEvent>>>;
 
     /// Whether the driver owns the store's (single) event hook and forwards committed events through
     /// [`SessionDriver::subscribe`]; the server then installs no hook of its own.
@@ -357,7 +358,7 @@ impl SessionDriver for UnavailableDriver {
         Box::pin(async { Ok(()) })
     }
 
-    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>> {
+    fn subscribe(&self) -> Option<broadcast::Receiver<Arc<DriverEvent>>> {
         None
     }
 }

@@ -41,7 +41,7 @@ use crate::driver::part_from_input;
 /// Answers every prompt with `echo: <prompt text>`.
 pub struct EchoDriver {
     store: Arc<Store>,
-    live: broadcast::Sender<DriverEvent>,
+    live: broadcast::Sender<Arc<DriverEvent>>,
     busy: Mutex<BTreeMap<String, SessionStatus>>,
 }
 
@@ -52,7 +52,7 @@ impl EchoDriver {
 
     fn publish(&self, kind: &str, properties: serde_json::Value) {
         // No receiver is fine: nobody is listening.
-        let _nobody = self.live.send(DriverEvent::Live(LiveEvent { kind: kind.to_owned(), properties }));
+        let _nobody = self.live.send(Arc::new(DriverEvent::Live(LiveEvent { kind: kind.to_owned(), properties })));
     }
 
     fn set_status(&self, session_id: &str, status: SessionStatus) {
@@ -123,7 +123,7 @@ impl SessionDriver for EchoDriver {
         Box::pin(async { Ok(()) })
     }
 
-    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>> {
+    fn subscribe(&self) -> Option<broadcast::Receiver<Arc<DriverEvent>>> {
         Some(self.live.subscribe())
     }
 

@@ -62,7 +62,7 @@ pub struct RuntimeDriver {
     permissions: Arc<Permissions>,
     /// Prompts wait until these have started (none: nothing to wait for).
     plugins: Option<Plugins>,
-    events: broadcast::Sender<DriverEvent>,
+    events: broadcast::Sender<Arc<DriverEvent>>,
     statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
     forwarder: JoinHandle<()>,
     /// Maps the question tool's pending requests onto `question.asked|replied|rejected`.
@@ -235,7 +235,7 @@ impl SessionDriver for RuntimeDriver {
         })
     }
 
-    fn subscribe(&self) -> Option<broadcast::Receiver<DriverEvent>> {
+    fn subscribe(&self) -> Option<broadcast::Receiver<Arc<DriverEvent>>> {
         Some(self.events.subscribe())
     }
 
@@ -282,7 +282,7 @@ impl SessionDriver for RuntimeDriver {
 
 /// Publishes the question tool's requests as OpenCode's `question.*` events (permission requests are
 /// store rows whose durable events already travel with the runtime's).
-async fn forward_questions(mut pending: broadcast::Receiver<PendingEvent>, out: broadcast::Sender<DriverEvent>) {
+async fn forward_questions(mut pending: broadcast::Receiver<PendingEvent>, out: broadcast::Sender<Arc<DriverEvent>>) {
     let mut asked = std::collections::HashSet::new();
     loop {
         let event = match pending.recv().await {
@@ -295,7 +295,7 @@ async fn forward_questions(mut pending: broadcast::Receiver<PendingEvent>, out: 
         };
         let Some(live) = question_event(&event, &mut asked) else { continue };
         // Nobody listening is fine.
-        let _ = out.send(DriverEvent::Live(live));
+        let _ = out.send(Arc::new(DriverEvent::Live(live)));
     }
 }
 
@@ -329,8 +329,8 @@ fn question_event(event: &PendingEvent, asked: &mut std::collections::HashSet<St
 
 /// Maps the runtime's events onto OpenCode's, in order, and keeps the last status of busy sessions.
 async fn forward(
-    mut runtime: broadcast::Receiver<RuntimeEvent>,
-    out: broadcast::Sender<DriverEvent>,
+    mut runtime: broadcast::Receiver<Arc<RuntimeEvent>>,
+    out: broadcast::Sender<Arc<DriverEvent>>,
     statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
 ) {
     loop {
@@ -342,7 +342,7 @@ async fn forward(
             }
             Err(RecvError::Closed) => return,
         };
-        if let RuntimeEvent::Status { session_id, status } = &event {
+        if let RuntimeEvent::Status { session_id, status } = &*event {
             let status = status_of(status);
             let mut known = statuses.lock().unwrap_or_else(PoisonError::into_inner);
             if status == SessionStatus::Idle {
@@ -351,21 +351,21 @@ async fn forward(
                 known.insert(session_id.clone(), status);
             }
         }
-        for mapped in opencode_events(event) {
+        for mapped in opencode_events(&event) {
             // Nobody listening (no server yet, or it stopped) is fine.
-            let _unheard = out.send(mapped);
+            let _unheard = out.send(Arc::new(mapped));
         }
     }
 }
 
 /// OpenCode's events for one runtime event (none for fragments OpenCode does not stream).
-fn opencode_events(event: RuntimeEvent) -> Vec<DriverEvent> {
+fn opencode_events(event: &RuntimeEvent) -> Vec<DriverEvent> {
     let live = |kind: &str, properties| DriverEvent::Live(LiveEvent { kind: kind.to_owned(), properties });
     match event {
         RuntimeEvent::Durable(event) => {
             let compacted = (event.kind == "session.next.compaction.ended")
                 .then(|| live("session.compacted", json!({ "sessionID": event.session_id })));
-            std::iter::once(DriverEvent::Durable(event)).chain(compacted).collect()
+            std::iter::once(DriverEvent::Durable(event.clone())).chain(compacted).collect()
         }
         RuntimeEvent::Delta { session_id, message_id, part_id, kind, delta } => match kind {
             DeltaKind::Text | DeltaKind::Reasoning | DeltaKind::Compaction => vec![live(
@@ -377,7 +377,7 @@ fn opencode_events(event: RuntimeEvent) -> Vec<DriverEvent> {
             DeltaKind::ToolInput => Vec::new(),
         },
         RuntimeEvent::Status { session_id, status } => {
-            let status = status_of(&status);
+            let status = status_of(status);
             let idle =
                 (status == SessionStatus::Idle).then(|| live("session.idle", json!({ "sessionID": session_id })));
             std::iter::once(live("session.status", json!({ "sessionID": session_id, "status": status })))
@@ -528,7 +528,7 @@ mod tests {
             delta: "hi".into(),
         };
         assert_eq!(
-            opencode_events(delta),
+            opencode_events(&delta),
             vec![DriverEvent::Live(LiveEvent {
                 kind: "message.part.delta".into(),
                 properties: json!({"sessionID": "ses_1", "messageID": "msg_1", "partID": "prt_1", "field": "text", "delta": "hi"}),
@@ -536,7 +536,7 @@ mod tests {
         );
         let idle =
             RuntimeEvent::Status { session_id: "ses_1".into(), status: opencode_session_runtime::SessionStatus::Idle };
-        let kinds: Vec<(String, serde_json::Value)> = opencode_events(idle)
+        let kinds: Vec<(String, serde_json::Value)> = opencode_events(&idle)
             .into_iter()
             .filter_map(|event| match event {
                 DriverEvent::Live(live) => Some((live.kind, live.properties)),
@@ -557,6 +557,6 @@ mod tests {
             kind: DeltaKind::ToolInput,
             delta: "{".into(),
         };
-        assert_eq!(opencode_events(tool_input), Vec::new());
+        assert_eq!(opencode_events(&tool_input), Vec::new());
     }
 }

@@ -131,8 +131,10 @@ fn router(options: ServerOptions, context: ServerContext, shutdown: watch::Recei
         tokio::spawn(async move {
             loop {
                 match live.recv().await {
-                    Ok(DriverEvent::Live(event)) => bus.publish_live(event),
-                    Ok(DriverEvent::Durable(event)) => bus.publish_durable(&event),
+                    Ok(event) => match &*event {
+                        DriverEvent::Live(event) => bus.publish_live(event.clone()),
+                        DriverEvent::Durable(event) => bus.publish_durable(event),
+                    },
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
                         tracing::warn!(missed, "live runtime events were dropped");
                     }

@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut events = runtime.subscribe();
     let printer = tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
-            match event {
+            match &*event {
                 RuntimeEvent::Delta { kind: DeltaKind::Text, delta, .. } => print!("{delta}"),
                 RuntimeEvent::Durable(event)
                     if event.kind == "message.part.updated"

@@ -2,6 +2,8 @@
 //! (streamed deltas, session status). Durable events can also be replayed from the store with
 //! `Reader::events_after`; live-only ones cannot, and a completed part always follows them durably.
 
+use std::sync::Arc;
+
 use opencode_session_store::Event;
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -67,10 +69,11 @@ pub enum SessionStatus {
 }
 
 /// A broadcast channel of [`RuntimeEvent`]s; slow subscribers lag (and are told so) rather than
-/// slowing the runner.
+/// slowing the runner. Events are shared, not copied, per subscriber (and the channel's ring, which
+/// tokio allocates in full up front, holds pointers: 4096 slots cost ~160 KB, not ~700 KB).
 #[derive(Debug, Clone)]
 pub(crate) struct EventBus {
-    sender: broadcast::Sender<RuntimeEvent>,
+    sender: broadcast::Sender<Arc<RuntimeEvent>>,
 }
 
 impl EventBus {
@@ -78,7 +81,7 @@ impl EventBus {
         Self { sender: broadcast::channel(capacity.max(16)).0 }
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<RuntimeEvent>> {
         self.sender.subscribe()
     }
 
@@ -86,7 +89,7 @@ impl EventBus {
     pub(crate) fn send(&self, event: RuntimeEvent) {
         if self.sender.receiver_count() > 0 {
             // Only fails without receivers, which was just checked (a race only drops an unseen event).
-            self.sender.send(event).ok();
+            self.sender.send(Arc::new(event)).ok();
         }
     }
 }

@@ -301,7 +301,7 @@ impl SessionRuntime {
     }
 
     /// Subscribes to the event bus: durable events after their commit, plus live deltas and status.
-    pub fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<RuntimeEvent>> {
         self.inner.bus.subscribe()
     }
 
