@@ -306,3 +306,16 @@ async fn interrupting_the_parent_aborts_the_running_child() {
     assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
     assert_eq!(e.mock.requests().len(), 2, "nothing ran after the interrupt");
 }
+
+#[tokio::test]
+async fn the_task_description_lists_only_the_subagents_the_calling_agent_may_use() {
+    let e = env(json!({"permission": {"task": {"*": "allow", "reviewer": "deny"}}})).await;
+    e.mock.push_all([text("Fine.")]);
+    e.runtime.run(PromptRequest::text(&e.session.id, "Hi")).await.unwrap();
+
+    let body = e.mock.requests()[0].body_json().unwrap();
+    let task_tool = body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "task").unwrap();
+    let description = task_tool["function"]["description"].as_str().unwrap();
+    assert!(description.contains("- general: ") && description.contains("- quiet: "), "{description}");
+    assert!(!description.contains("- reviewer:"), "a denied subagent is not offered: {description}");
+}
