@@ -32,16 +32,18 @@ use super::support::history;
 use super::support::text;
 use super::support::tool_call;
 
-struct Env {
-    mock: MockProvider,
-    runtime: SessionRuntime,
-    store: Arc<Store>,
-    permissions: Arc<Permissions>,
-    session: Session,
+pub(super) struct Env {
+    pub(super) mock: MockProvider,
+    pub(super) runtime: SessionRuntime,
+    pub(super) store: Arc<Store>,
+    pub(super) permissions: Arc<Permissions>,
+    pub(super) session: Session,
     _dirs: (TempDir, TempDir),
 }
 
-async fn env(extra: Value) -> Env {
+/// A runtime over the real tool registry with subagents `reviewer` (own model `m2`, asks for
+/// `bash`) and `quiet`, plus `extra` config keys.
+pub(super) async fn env(extra: Value) -> Env {
     let mock = MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -94,7 +96,7 @@ fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// The settled state of the parent's tool call `call`.
-fn settled(store: &Store, session: &str, call: &str) -> ToolState {
+pub(super) fn settled(store: &Store, session: &str, call: &str) -> ToolState {
     history(store, session)
         .iter()
         .flat_map(|m| m.parts.iter())
@@ -105,7 +107,7 @@ fn settled(store: &Store, session: &str, call: &str) -> ToolState {
         .unwrap()
 }
 
-fn children(store: &Store, parent: &str) -> Vec<Session> {
+pub(super) fn children(store: &Store, parent: &str) -> Vec<Session> {
     store.read(|r| r.children(parent)).unwrap()
 }
 
