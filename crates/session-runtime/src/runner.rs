@@ -5,7 +5,7 @@
 //! continues while the model calls local tools, and one queued prompt is promoted only when the
 //! session would otherwise go idle. Each turn, in order: fence on the Location, initialise the
 //! Context Epoch before the first promotion, promote, reset the step allowance once per promoted
-//! batch, reconcile the System Context (at most one Mid-Conversation System Message, after the
+//! batch, run the subtasks the promoted prompts carry ([`crate::subtask`]), reconcile the System Context (at most one Mid-Conversation System Message, after the
 //! promoted input and settled tool results), reload projected history, compact if the request would
 //! not fit, then exactly one `llm.stream(request)` whose events are persisted as parts while local
 //! tool calls run eagerly with the turn's agent pinned.

@@ -28,6 +28,7 @@ use opencode_session_store::id;
 use opencode_session_store::id::IdKind;
 use opencode_tool_registry::ToolError;
 use opencode_tool_registry::tools::task::SubagentRequest;
+use opencode_tool_registry::tools::task::SubagentResult;
 use opencode_tool_registry::tools::task::result_text;
 use serde::Deserialize;
 use serde::Serialize;
@@ -175,15 +176,22 @@ pub(crate) async fn execute(
         task_id: None,
     };
     let title = request.description.clone();
-    let model = subtask.model.clone().or_else(|| {
-        Some(ModelChoice {
-            provider: user.model.provider_id.clone(),
-            model: user.model.model_id.clone(),
-            variant: user.model.variant.clone(),
-        })
-    });
+    // Without a model of its own the child runs on the issuing message's: the user message's.
+    let model = subtask.model.clone();
     let outcome = crate::subagent::run_child(Arc::clone(inner), request, &message.id, model, cancel).await;
-    let mut result = match outcome {
+    let mut result = tool_result(outcome, title);
+    if let Some(hooks) = &inner.hooks {
+        hooks.tool_after(&turn, &call, &mut result).await;
+    }
+    let interrupted = result.status == ToolStatus::Interrupted || cancel.is_cancelled();
+    let summary = (!interrupted && subtask.command.is_some()).then_some(user);
+    settle(inner, session, message, settled_part(part, &call, result), interrupted, summary).await?;
+    Ok(!interrupted)
+}
+
+/// The `task` call's result, as the `task` tool reports it.
+fn tool_result(outcome: std::result::Result<SubagentResult, ToolError>, title: String) -> ToolResult {
+    match outcome {
         Ok(done) => {
             let mut result = ToolResult::completed(result_text(&done));
             result.title = Some(title);
@@ -195,14 +203,7 @@ pub(crate) async fn execute(
         }
         Err(ToolError::Interrupted) => ToolResult { status: ToolStatus::Interrupted, ..ToolResult::error("") },
         Err(err) => ToolResult::error(err.to_string()),
-    };
-    if let Some(hooks) = &inner.hooks {
-        hooks.tool_after(&turn, &call, &mut result).await;
     }
-    let interrupted = result.status == ToolStatus::Interrupted || cancel.is_cancelled();
-    let summary = (!interrupted && subtask.command.is_some()).then_some(user);
-    settle(inner, session, message, settled_part(part, &call, result), interrupted, summary).await?;
-    Ok(!interrupted)
 }
 
 /// The assistant message holding the subtask's `task` part: the subtask's agent, the user
