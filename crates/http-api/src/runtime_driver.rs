@@ -21,6 +21,7 @@ use opencode_session_runtime::PromptFile;
 use opencode_session_runtime::RuntimeError;
 use opencode_session_runtime::RuntimeEvent;
 use opencode_session_runtime::SessionRuntime;
+use opencode_session_runtime::SubtaskPrompt;
 use opencode_session_store::Delivery;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessageWithParts;
@@ -404,13 +405,15 @@ fn runtime_prompt(
     delivery: Delivery,
 ) -> Result<opencode_session_runtime::PromptRequest, DriverError> {
     let mut files = Vec::new();
+    let mut subtask = None;
     for part in &request.parts {
         match part {
             PartInput::File(file) => {
                 files.push(PromptFile { url: file.url.clone(), mime: file.mime.clone(), name: file.filename.clone() });
             }
+            PartInput::Subtask(part) if subtask.is_none() => subtask = Some(subtask_prompt(part)),
             PartInput::Subtask(_) => {
-                return Err(DriverError::Invalid("subtask parts are not supported by this server yet".to_owned()));
+                return Err(DriverError::Invalid("a prompt carries at most one subtask part".to_owned()));
             }
             // Text is joined below; an agent mention is already part of the text the user typed.
             PartInput::Text(_) | PartInput::Agent(_) => {}
@@ -430,7 +433,23 @@ fn runtime_prompt(
         agent: request.agent.clone(),
         model,
         admit_only: request.no_reply == Some(true),
+        subtask,
     })
+}
+
+/// A `subtask` part as the runtime's subtask (run through the `task` machinery before the reply).
+fn subtask_prompt(part: &crate::driver::SubtaskPartInput) -> SubtaskPrompt {
+    SubtaskPrompt {
+        prompt: part.prompt.clone(),
+        description: part.description.clone(),
+        agent: part.agent.clone(),
+        model: part.model.as_ref().map(|model| ModelChoice {
+            provider: model.provider_id.clone(),
+            model: model.model_id.clone(),
+            variant: None,
+        }),
+        command: part.command.clone(),
+    }
 }
 
 /// The newest assistant message answering prompt `input`: one whose parent it is, else the newest

@@ -23,6 +23,8 @@ use serde::Deserialize;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::subtask::SubtaskPrompt;
+
 /// A file attached to a prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptFile {
@@ -40,6 +42,9 @@ pub struct StoredPrompt {
     pub text: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<PromptFile>,
+    /// Delegated to an agent before the model answers (the message's `subtask` part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subtask: Option<SubtaskPrompt>,
 }
 
 impl StoredPrompt {
@@ -63,9 +68,15 @@ impl StoredPrompt {
                 source: None,
             }));
         }
+        if let Some(subtask) = &self.subtask {
+            parts.push(subtask.part());
+        }
         parts
     }
 }
+
+/// What the model sees for a user message's `subtask` part (OpenCode's wording).
+const SUBTASK_BY_USER: &str = "The following tool was executed by the user";
 
 /// Metadata key marking the synthetic text part of a compaction message that holds the recent context.
 pub(crate) const RECENT_CONTEXT: &str = "recentContext";
@@ -152,6 +163,8 @@ fn user_content(message: &MessageWithParts) -> Vec<ContentPart> {
             PartKind::Text { ignored: Some(true), .. } => {}
             PartKind::Text { text, .. } if !text.is_empty() => content.push(ContentPart::text(text.clone())),
             PartKind::File(file) => content.push(file_content(file)),
+            // The subtask's call and result follow in the next (assistant) message.
+            PartKind::Subtask { .. } => content.push(ContentPart::text(SUBTASK_BY_USER)),
             _ => {}
         }
     }

@@ -55,6 +55,7 @@ mod runner;
 mod runtime;
 mod store;
 mod subagent;
+mod subtask;
 mod title;
 mod tools;
 
@@ -94,6 +95,8 @@ pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;
 pub use runtime::SessionRuntime;
 pub use subagent::DEFAULT_SUBAGENT_DEPTH;
+pub use subtask::SUBTASK_SUMMARY_PROMPT;
+pub use subtask::SubtaskPrompt;
 pub use title::TITLE_PROMPT;
 pub use tools::FnTools;
 pub use tools::NoTools;

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::OnceLock;
 
 use futures_util::future::BoxFuture;
 use opencode_config::Config;
@@ -53,11 +54,13 @@ pub struct RegistryTools {
     /// The Location's MCP servers (absent when none is configured); their tools join the registry
     /// as each server becomes ready, and the servers stop when the last clone is dropped.
     mcp: Option<McpManager>,
+    /// The agents the attached `task` tool delegates to: its description is listed per caller.
+    task_agents: Arc<OnceLock<Agents>>,
 }
 
 impl RegistryTools {
     pub fn new(registry: Arc<ToolRegistry>, permissions: Arc<Permissions>) -> Self {
-        Self { registry, permissions, agents: None, mcp: None }
+        Self { registry, permissions, agents: None, mcp: None, task_agents: Arc::default() }
     }
 
     /// The standard tools of `directory` (`read`, `write`, `edit`, `apply_patch`, `glob`, `grep`,
@@ -142,10 +145,16 @@ impl RegistryTools {
 
 impl ToolHost for RegistryTools {
     fn definitions(&self, agent: &Agent) -> Vec<ToolDefinition> {
-        match self.local(agent) {
-            Some(local) => self.registry.definitions(&local),
-            None => self.registry.definitions(agent),
+        let local = self.local(agent);
+        let agent = local.as_deref().unwrap_or(agent);
+        let mut definitions = self.registry.definitions(agent);
+        if let Some(agents) = self.task_agents.get()
+            && let Some(task) = definitions.iter_mut().find(|definition| definition.name == "task")
+        {
+            // Only the subagents this caller may delegate to (OpenCode filters per agent too).
+            task.description = opencode_tool_registry::tools::task::description_for(agents, agent);
         }
+        definitions
     }
 
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
@@ -184,6 +193,7 @@ impl ToolHost for RegistryTools {
             return; // A host shared by several Locations is attached once.
         }
         let agents = self.agents.as_deref().unwrap_or(agents).clone();
+        let _already = self.task_agents.set(agents.clone());
         if let Err(err) = self.registry.register(typed(Task::new(runner, agents))) {
             tracing::warn!("the task tool is not available: {err}");
         }

@@ -5,7 +5,7 @@
 //! continues while the model calls local tools, and one queued prompt is promoted only when the
 //! session would otherwise go idle. Each turn, in order: fence on the Location, initialise the
 //! Context Epoch before the first promotion, promote, reset the step allowance once per promoted
-//! batch, reconcile the System Context (at most one Mid-Conversation System Message, after the
+//! batch, run the subtasks the promoted prompts carry ([`crate::subtask`]), reconcile the System Context (at most one Mid-Conversation System Message, after the
 //! promoted input and settled tool results), reload projected history, compact if the request would
 //! not fit, then exactly one `llm.stream(request)` whose events are persisted as parts while local
 //! tool calls run eagerly with the turn's agent pinned.
@@ -275,10 +275,17 @@ impl Runner {
                 // Before promotion: an unavailable baseline leaves the input pending and retryable.
                 self.prepare(&epochs, location).await?;
             }
-            if self.promote(promotion, &agent, &model).await? > 0 {
+            let (promoted, subtasks) = self.promote(promotion, &agent, &model).await?;
+            if promoted > 0 {
                 *step = 1;
                 if self.inner.options.titles {
                     self.title(&model).await?;
+                }
+            }
+            // Delegated by the user: run before the model answers (it then sees the results).
+            for subtask in subtasks {
+                if !crate::subtask::execute(&self.inner, &session, subtask, &self.cancel).await? {
+                    return Err(Stop::Interrupted);
                 }
             }
             if had_epoch {
@@ -562,8 +569,14 @@ impl Runner {
         .instrument(span)
     }
 
-    /// Promotes admitted input at this boundary; returns how many prompts became history.
-    async fn promote(&self, promotion: Promotion, agent: &Agent, model: &TurnModel) -> Flow<usize> {
+    /// Promotes admitted input at this boundary; returns how many prompts became history and the
+    /// subtasks they carry.
+    async fn promote(
+        &self,
+        promotion: Promotion,
+        agent: &Agent,
+        model: &TurnModel,
+    ) -> Flow<(usize, Vec<crate::subtask::Promoted>)> {
         // `chat.message`: plugins settle the new messages' parts before they are written.
         let rewritten = match self.inner.hooks.as_ref().filter(|hooks| hooks.rewrites_messages()) {
             Some(hooks) => Some(self.chat_messages(hooks.as_ref(), promotion, agent, model).await?),
@@ -581,6 +594,7 @@ impl Runner {
                     Promotion::Steer => None,
                 };
                 let mut promoted = 0;
+                let mut subtasks = Vec::new();
                 for input in pending {
                     let steer = input.delivery == Delivery::Steer && input.admitted_seq <= cutoff;
                     if !steer && first_queued.as_deref() != Some(input.id.as_str()) {
@@ -594,7 +608,7 @@ impl Runner {
                             None => continue,
                         },
                     };
-                    let message = MessageInfo::User(UserMessage {
+                    let user = UserMessage {
                         id: input.id.clone(),
                         session_id: session.clone(),
                         time: opencode_session_store::CreatedTime { created: tx.now() },
@@ -604,12 +618,18 @@ impl Runner {
                         model: model.clone(),
                         system: None,
                         tools: None,
-                    });
+                    };
+                    subtasks.extend(
+                        kinds
+                            .iter()
+                            .filter_map(crate::subtask::SubtaskPrompt::from_part)
+                            .map(|subtask| crate::subtask::Promoted { user: user.clone(), subtask }),
+                    );
                     let parts = kinds.into_iter().map(|kind| new_part(&session, &input.id, kind)).collect();
-                    tx.promote_input(&input.id, message, parts)?;
+                    tx.promote_input(&input.id, MessageInfo::User(user), parts)?;
                     promoted += 1;
                 }
-                Ok(promoted)
+                Ok((promoted, subtasks))
             })
         })
         .await?;
@@ -1360,7 +1380,7 @@ fn switch_agent(
 }
 
 /// The settled form of a running tool part.
-fn settled_part(mut part: Part, call: &ToolInvocation, result: ToolResult) -> Part {
+pub(crate) fn settled_part(mut part: Part, call: &ToolInvocation, result: ToolResult) -> Part {
     let start = match &part.kind {
         PartKind::Tool { state: ToolState::Running { time, .. }, .. } => time.start,
         _ => now_ms(),
@@ -1403,7 +1423,7 @@ fn decode_prompt(prompt: &Value) -> opencode_session_store::Result<StoredPrompt>
     serde_json::from_value(prompt.clone()).map_err(|source| StoreError::Decode { what: "admitted prompt", source })
 }
 
-fn new_part(session_id: &str, message_id: &str, kind: PartKind) -> Part {
+pub(crate) fn new_part(session_id: &str, message_id: &str, kind: PartKind) -> Part {
     Part { id: id::ascending(IdKind::Part), session_id: session_id.to_owned(), message_id: message_id.to_owned(), kind }
 }
 
@@ -1428,7 +1448,7 @@ fn finish_name(reason: FinishReason) -> &'static str {
     }
 }
 
-fn aborted(message: &str) -> MessageError {
+pub(crate) fn aborted(message: &str) -> MessageError {
     MessageError { name: "MessageAbortedError".into(), data: json!({"message": message}) }
 }
 
@@ -1444,7 +1464,7 @@ fn api_error(error: &LlmError) -> MessageError {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or(Duration::ZERO);
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }

@@ -47,6 +47,7 @@ use crate::location::LocationFactory;
 use crate::location::StandardLocations;
 use crate::projection::HistoryCache;
 use crate::store::blocking;
+use crate::subtask::SubtaskPrompt;
 
 pub use opencode_session_store::GLOBAL_PROJECT;
 
@@ -112,6 +113,8 @@ pub struct PromptRequest {
     pub model: Option<ModelChoice>,
     /// Admit without scheduling a drain.
     pub admit_only: bool,
+    /// Delegate to an agent before the model answers (see [`SubtaskPrompt`]); the text may be empty.
+    pub subtask: Option<SubtaskPrompt>,
 }
 
 impl PromptRequest {
@@ -126,6 +129,7 @@ impl PromptRequest {
             agent: None,
             model: None,
             admit_only: false,
+            subtask: None,
         }
     }
 
@@ -325,10 +329,10 @@ impl SessionRuntime {
 
     /// Admits one prompt durably, then schedules an advisory wake unless `admit_only`.
     pub async fn prompt(&self, request: PromptRequest) -> Result<Receipt> {
-        if request.text.trim().is_empty() && request.files.is_empty() {
+        if request.text.trim().is_empty() && request.files.is_empty() && request.subtask.is_none() {
             return Err(RuntimeError::InvalidPrompt("the prompt has neither text nor files".to_owned()));
         }
-        if request.agent.is_some() || request.model.is_some() {
+        if request.agent.is_some() || request.model.is_some() || request.subtask.is_some() {
             // Checked against the session's directory: its configuration names the agents and models.
             let session = self.session(&request.session_id).await?;
             let settings = self.inner.settings(&session.directory)?;
@@ -338,9 +342,13 @@ impl SessionRuntime {
             if let Some(model) = &request.model {
                 settings.catalog.model(&model.provider, &model.model)?;
             }
+            if let Some(subtask) = &request.subtask {
+                crate::subtask::check(&settings, subtask)?;
+            }
         }
-        let prompt = serde_json::to_value(StoredPrompt { text: request.text, files: request.files })
-            .map_err(RuntimeError::internal)?;
+        let prompt =
+            serde_json::to_value(StoredPrompt { text: request.text, files: request.files, subtask: request.subtask })
+                .map_err(RuntimeError::internal)?;
         let store = Arc::clone(&self.inner.store);
         let (session, id, delivery) = (request.session_id.clone(), request.prompt_id, request.delivery);
         let (agent, model) = (request.agent, request.model);

@@ -31,6 +31,7 @@ use opencode_tool_registry::ToolError;
 use opencode_tool_registry::tools::task::SubagentRequest;
 use opencode_tool_registry::tools::task::SubagentResult;
 use opencode_tool_registry::tools::task::SubagentRunner;
+use tokio_util::sync::CancellationToken;
 
 use crate::coordinator::DrainOutcome;
 use crate::error::Result;
@@ -91,6 +92,19 @@ pub(crate) fn deny_task(agent: &Agent) -> Agent {
 }
 
 async fn run(inner: Arc<Inner>, request: SubagentRequest, ctx: &ToolContext) -> Result<SubagentResult, ToolError> {
+    run_child(inner, request, &ctx.message_id, None, &ctx.cancel).await
+}
+
+/// Runs `request` as a child session of its parent; `message` is the parent's assistant message
+/// that issued it. The subagent's model is its agent's own, else `fallback`, else the issuing
+/// message's. `cancel` is the issuing turn's.
+pub(crate) async fn run_child(
+    inner: Arc<Inner>,
+    request: SubagentRequest,
+    message: &str,
+    fallback: Option<ModelChoice>,
+    cancel: &CancellationToken,
+) -> Result<SubagentResult, ToolError> {
     let parent = session(&inner, &request.parent_session_id)
         .await
         .map_err(failure)?
@@ -104,7 +118,10 @@ async fn run(inner: Arc<Inner>, request: SubagentRequest, ctx: &ToolContext) -> 
         )));
     }
     let agent = settings.agent(Some(&request.agent)).map_err(failure)?;
-    let model = model_for(&inner, &agent, &parent, &ctx.message_id).await.map_err(failure)?;
+    let model = match fallback {
+        Some(fallback) if agent.model.is_none() => Some(fallback),
+        _ => model_for(&inner, &agent, &parent, message).await.map_err(failure)?,
+    };
     let child = match &request.task_id {
         Some(task_id) => resume(&inner, task_id, &parent.id).await?,
         None => create(&inner, &parent, &request, &agent).await.map_err(failure)?,
@@ -118,7 +135,7 @@ async fn run(inner: Arc<Inner>, request: SubagentRequest, ctx: &ToolContext) -> 
     runtime.prompt(prompt).await.map_err(failure)?;
     let outcome = tokio::select! {
         outcome = runtime.wait_idle(&child.id) => outcome,
-        () = ctx.cancel.cancelled() => return Err(ToolError::Interrupted),
+        () = cancel.cancelled() => return Err(ToolError::Interrupted),
     };
     guard.disarm();
     match outcome {

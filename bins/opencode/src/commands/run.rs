@@ -1,5 +1,6 @@
 //! `opencode run [message..]`: one prompt, headless (with `--command <name>` the message is the
-//! arguments of a command template, expanded as `opencode_config::commands` does for the server).
+//! arguments of a command template, expanded as `opencode_config::commands` does for the server; a
+//! subtask command runs its agent in a child session first, see [`subtask_of`]).
 //! Picks or creates the session (`-c`, `-s`, `--fork`), admits the prompt through the session runtime, prints the answer as it streams (or one
 //! JSON event per line), answers permission requests (rejects them, or approves them with `--auto`:
 //! nobody is there to ask), and exits when the session is idle: zero when the run completed,
@@ -9,8 +10,11 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
+use opencode_config::AgentMode;
 use opencode_config::commands::{self, Command, Expander, SystemShell};
-use opencode_session_runtime::{DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime};
+use opencode_session_runtime::{
+    DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime, SubtaskPrompt,
+};
 use opencode_session_store::{NewSession, Session, SessionQuery, Store, Tokens};
 use opencode_tool_registry::{AgentDirs, Agents, PendingEvent, PendingKind, PendingRequest, Permissions, Reply};
 use tokio::sync::broadcast::error::RecvError;
@@ -29,7 +33,8 @@ const NO_MODEL_HINT: &str = "set an API key (`opencode auth login anthropic`, or
 pub fn run(context: &Context, mut args: RunArgs) -> Result<(), CliError> {
     let command = args.command.as_deref().map(|name| find_command(context, name)).transpose()?;
     let (text, files) = message(context, &args, command.as_ref())?;
-    if let Some(command) = command {
+    let subtask = command.as_ref().and_then(|command| subtask_of(context, command, &args, &text)).transpose()?;
+    if let Some(command) = command.filter(|_| subtask.is_none()) {
         // As OpenCode: the command's own model, agent and variant win over the run's.
         args.model = command.model.or(args.model);
         args.agent = command.agent.or(args.agent);
@@ -64,8 +69,16 @@ pub fn run(context: &Context, mut args: RunArgs) -> Result<(), CliError> {
                 engine.runtime.create_session(&context.cwd, new).await?
             }
         };
-        let mut request = PromptRequest::text(&session.id, text);
-        request.files = files;
+        let mut request = match subtask {
+            // The run's agent and model stay the session's; the command's run the child session.
+            Some(subtask) => {
+                if !files.is_empty() {
+                    eprintln!("note: image and PDF attachments are not passed to a subtask command");
+                }
+                PromptRequest { subtask: Some(subtask), ..PromptRequest::text(&session.id, "") }
+            }
+            None => PromptRequest { files, ..PromptRequest::text(&session.id, text) },
+        };
         request.model = model;
         request.agent = args.agent.clone();
         let printer = Printer::new(args.format, args.thinking, &session.id);
@@ -171,6 +184,35 @@ fn find_command(context: &Context, name: &str) -> Result<Command, CliError> {
             "define it under \"command\" in opencode.json or in .opencode/command/<name>.md",
         )
     })
+}
+
+/// The subtask a command runs as, when it does (OpenCode's rule: `subtask: true`, or its agent is a
+/// subagent unless `subtask: false`): the command's agent (else `--agent`, else the default one)
+/// runs the expanded text in a child session, on the command's model (else `-m`) unless the agent
+/// names its own.
+fn subtask_of(
+    context: &Context,
+    command: &Command,
+    args: &RunArgs,
+    text: &str,
+) -> Option<Result<SubtaskPrompt, CliError>> {
+    let agents = Agents::from_config(&AgentDirs::standard(&context.paths), &context.loaded.config);
+    let named = command.agent.as_deref().or(args.agent.as_deref());
+    let agent = agents.resolve(named);
+    // An unknown agent is not a subagent; with `subtask: true` the runtime names it in its error.
+    let mode = agent.as_ref().map_or(AgentMode::Primary, |agent| agent.mode);
+    if !command.runs_as_subtask(mode) {
+        return None;
+    }
+    let name = agent.map(|agent| agent.name.clone()).or_else(|| named.map(str::to_owned)).unwrap_or_default();
+    let model = command.model.as_deref().or(args.model.as_deref()).map(ModelChoice::parse).transpose();
+    Some(model.map_err(CliError::from).map(|model| SubtaskPrompt {
+        prompt: text.to_owned(),
+        description: command.description.clone().unwrap_or_default(),
+        agent: name,
+        model,
+        command: Some(command.name.clone()),
+    }))
 }
 
 /// The prompt text (arguments, then standard input when it is not a terminal; with a command, its

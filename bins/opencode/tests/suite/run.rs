@@ -339,3 +339,27 @@ fn an_unknown_command_fails_listing_the_known_ones() {
     assert!(err.contains("unknown command `nope` (known: init, lint)"), "{err}");
     assert!(mock.requests().is_empty());
 }
+
+#[test]
+fn a_subtask_command_runs_its_agent_in_a_child_session_before_the_model_summarises() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    let extra = json!({
+        "command": {"probe": {"template": "Probe $ARGUMENTS", "description": "probe the code", "agent": "general", "subtask": true}}
+    });
+    mock.push(text("Child found it."));
+    mock.push(text("Parent: found."));
+    let output = home.run_with(&mock, extra, &["--command", "probe", "the", "code"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).ends_with("Parent: found.\n"), "{}", stdout(&output));
+    let sent = requests(&mock);
+    assert_eq!(sent.len(), 2, "the child's turn, then the parent's");
+    assert_eq!(transcript(&sent[0]).last().unwrap(), "user: Probe the code");
+    let parent = transcript(&sent[1]);
+    assert_eq!(parent.first().unwrap(), "user: The following tool was executed by the user");
+    assert!(
+        parent.iter().any(|line| line.starts_with("tool: <task id=") && line.contains("Child found it.")),
+        "{parent:?}"
+    );
+    assert_eq!(parent.last().unwrap(), &format!("user: {}", opencode_session_runtime::SUBTASK_SUMMARY_PROMPT));
+}

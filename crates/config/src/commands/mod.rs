@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::jsonc::JsoncError;
-use crate::{CommandConfig, Config};
+use crate::{AgentMode, CommandConfig, Config};
 
 pub use expand::{
     Expander, Expansion, FileReference, MAX_FILE_BYTES, file_references, hints, split_arguments, substitute_arguments,
@@ -60,6 +60,12 @@ impl Command {
     /// The placeholders the template uses (`$1`, `$2`, ..., then `$ARGUMENTS`).
     pub fn hints(&self) -> Vec<String> {
         hints(&self.template)
+    }
+
+    /// Whether the command runs as a subtask (a child session) when its agent has `agent_mode`:
+    /// `subtask: true`, or a subagent unless `subtask: false` (OpenCode's rule).
+    pub fn runs_as_subtask(&self, agent_mode: AgentMode) -> bool {
+        self.subtask == Some(true) || (agent_mode == AgentMode::Subagent && self.subtask != Some(false))
     }
 
     fn from_config(name: &str, config: &CommandConfig) -> Self {
@@ -162,6 +168,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_command_is_a_subtask_when_it_says_so_or_its_agent_is_a_subagent_unless_it_says_not() {
+        let command = |subtask| Command {
+            name: "c".into(),
+            description: None,
+            agent: None,
+            model: None,
+            variant: None,
+            subtask,
+            template: "t".into(),
+        };
+        let runs = |subtask, mode| command(subtask).runs_as_subtask(mode);
+        assert!(runs(Some(true), AgentMode::Primary));
+        assert!(runs(None, AgentMode::Subagent));
+        assert!(!runs(Some(false), AgentMode::Subagent));
+        assert!(!runs(None, AgentMode::Primary) && !runs(None, AgentMode::All));
+    }
 
     #[test]
     fn markdown_front_matter_and_body_make_a_command() {

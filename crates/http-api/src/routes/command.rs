@@ -4,10 +4,10 @@
 //! --command`): `$ARGUMENTS`, `$1`..`$n`, ``!`shell` `` substitutions run in the session's directory,
 //! and `@path` references whose content is shown to the model after the prompt.
 //!
-//! Not supported (yet): MCP prompts and skills as commands, and `subtask: true`: OpenCode turns the
-//! command into a `subtask` part that the runner executes as a `task` call; the runtime's runner has
-//! no subtask input yet (subagents run only through the model's `task` tool), so the command runs
-//! in the session itself.
+//! A command with `subtask: true`, or whose agent is a subagent (unless `subtask: false`), is sent as
+//! OpenCode does: one `subtask` part (the expanded text as its prompt, the command's agent and model)
+//! in a user message of the caller's agent and model; the runtime runs it as a `task` call in a
+//! child session before the model answers. Not supported (yet): MCP prompts and skills as commands.
 
 use std::path::Path;
 
@@ -31,6 +31,7 @@ use crate::driver::FilePartInput;
 use crate::driver::PartInput;
 use crate::driver::PromptModel;
 use crate::driver::PromptRequest;
+use crate::driver::SubtaskPartInput;
 use crate::driver::TextPartInput;
 use crate::error::ApiError;
 use crate::extract::Dir;
@@ -160,6 +161,16 @@ async fn command_route(
         None => None,
     };
     let directory = session(&s, &id).await?.directory;
+    let agents = std::sync::Arc::clone(&i);
+    let agent_name = command.agent.clone().or_else(|| body.agent.clone());
+    let agent = blocking(move || Ok(agents.agents().resolve(agent_name.as_deref()))).await?;
+    let agent = agent.ok_or_else(|| {
+        ApiError::bad(format!(
+            "agent {:?} not found (GET /agent lists them)",
+            command.agent.as_ref().or(body.agent.as_ref())
+        ))
+    })?;
+    let subtask = command.runs_as_subtask(agent.mode).then(|| (agent.name.clone(), command.description.clone()));
     let (expander_instance, arguments, template) = (std::sync::Arc::clone(&i), body.arguments, command.template);
     let text = blocking(move || {
         let shell = SystemShell::new(expander_instance.config().config.shell.as_deref());
@@ -168,6 +179,25 @@ async fn command_route(
         Ok(expander.expand_template(&template, &arguments).prompt_text(MAX_FILE_BYTES))
     })
     .await?;
+    if let Some((agent, description)) = subtask {
+        // The caller's agent and model keep the session; the command's run the child.
+        let request = PromptRequest {
+            message_id: body.message_id,
+            model: body.model.as_deref().map(parse_model).transpose()?,
+            agent: body.agent,
+            variant: body.variant,
+            parts: vec![PartInput::Subtask(SubtaskPartInput {
+                id: None,
+                prompt: text,
+                description: description.unwrap_or_default(),
+                agent,
+                model,
+                command: Some(command.name),
+            })],
+            ..PromptRequest::default()
+        };
+        return prompt(&s, &id, request).await.map(Json);
+    }
     let mut parts = vec![PartInput::Text(TextPartInput { text, ..TextPartInput::default() })];
     parts.extend(body.parts.into_iter().map(|part| {
         let FileKind::File = part.kind;

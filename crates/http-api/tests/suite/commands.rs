@@ -239,3 +239,59 @@ async fn each_project_directory_gets_its_own_tool_permissions() {
     let state = tool_state(t.get(&format!("/session/{strict_session}/message")).await.1);
     assert_eq!(state["status"], "error", "{state}");
 }
+
+#[tokio::test]
+async fn a_subtask_command_runs_its_agent_in_a_child_session_and_shows_the_subtask_and_task_parts() {
+    let t = start_runtime(json!({
+        "command": {
+            "check": { "template": "Check $1", "description": "check a file", "agent": "general", "subtask": true },
+            "inline": { "template": "Look at $1", "agent": "explore", "subtask": false }
+        }
+    }))
+    .await;
+    let id = t.session().await;
+    t.mock.push(text("The file is fine."));
+    t.mock.push(text("Summary: fine."));
+    let body = json!({ "command": "check", "arguments": "src/a.rs" });
+    let (status, reply) = t.post(&format!("/session/{id}/command"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(t.mock.requests().len(), 2, "the child's turn, then the parent's");
+    assert_eq!(last_user_text(&t, 0), "Check src/a.rs");
+
+    let (status, messages) = t.get(&format!("/session/{id}/message")).await;
+    assert_eq!(status, 200, "{messages}");
+    let messages = messages.as_array().unwrap();
+    let user = &messages[0];
+    assert_eq!(user["info"]["role"], "user");
+    assert_eq!(user["info"]["agent"], "build", "the session keeps its own agent");
+    let part = &user["parts"][0];
+    let mut keys: Vec<&str> = part.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["agent", "command", "description", "id", "messageID", "prompt", "sessionID", "type"]);
+    assert_eq!(
+        (part["type"].clone(), part["prompt"].clone(), part["description"].clone(), part["agent"].clone()),
+        (json!("subtask"), json!("Check src/a.rs"), json!("check a file"), json!("general"))
+    );
+    assert_eq!((part["command"].clone(), part["model"].clone()), (json!("check"), json!(null)));
+    let (status, children) = t.get(&format!("/session/{id}/children")).await;
+    assert_eq!(status, 200);
+    let child = children[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(children[0]["title"], "check a file (@general subagent)");
+    let task = &messages[1]["parts"][0];
+    assert_eq!((task["type"].clone(), task["tool"].clone()), (json!("tool"), json!("task")));
+    assert_eq!(task["state"]["status"], "completed");
+    assert_eq!(task["state"]["input"]["subagent_type"], "general");
+    assert_eq!(
+        task["state"]["output"],
+        format!("<task id=\"{child}\" state=\"completed\">\n<task_result>\nThe file is fine.\n</task_result>\n</task>")
+    );
+    assert_eq!(texts(messages.last().unwrap()), "Summary: fine.");
+
+    // `subtask: false` keeps even a subagent's command in the session itself.
+    t.mock.push(text("Looked."));
+    let body = json!({ "command": "inline", "arguments": "src/b.rs" });
+    let (status, reply) = t.post(&format!("/session/{id}/command"), body).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(texts(&reply), "Looked.");
+    assert_eq!(last_user_text(&t, 2), "Look at src/b.rs");
+}

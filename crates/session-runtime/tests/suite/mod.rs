@@ -11,4 +11,5 @@ mod recovery;
 mod registry;
 mod sign_in;
 mod subagents;
+mod subtasks;
 mod support;

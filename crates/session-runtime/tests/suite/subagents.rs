@@ -32,16 +32,18 @@ use super::support::history;
 use super::support::text;
 use super::support::tool_call;
 
-struct Env {
-    mock: MockProvider,
-    runtime: SessionRuntime,
-    store: Arc<Store>,
-    permissions: Arc<Permissions>,
-    session: Session,
+pub(super) struct Env {
+    pub(super) mock: MockProvider,
+    pub(super) runtime: SessionRuntime,
+    pub(super) store: Arc<Store>,
+    pub(super) permissions: Arc<Permissions>,
+    pub(super) session: Session,
     _dirs: (TempDir, TempDir),
 }
 
-async fn env(extra: Value) -> Env {
+/// A runtime over the real tool registry with subagents `reviewer` (own model `m2`, asks for
+/// `bash`) and `quiet`, plus `extra` config keys.
+pub(super) async fn env(extra: Value) -> Env {
     let mock = MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
@@ -94,7 +96,7 @@ fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// The settled state of the parent's tool call `call`.
-fn settled(store: &Store, session: &str, call: &str) -> ToolState {
+pub(super) fn settled(store: &Store, session: &str, call: &str) -> ToolState {
     history(store, session)
         .iter()
         .flat_map(|m| m.parts.iter())
@@ -105,7 +107,7 @@ fn settled(store: &Store, session: &str, call: &str) -> ToolState {
         .unwrap()
 }
 
-fn children(store: &Store, parent: &str) -> Vec<Session> {
+pub(super) fn children(store: &Store, parent: &str) -> Vec<Session> {
     store.read(|r| r.children(parent)).unwrap()
 }
 
@@ -305,4 +307,17 @@ async fn interrupting_the_parent_aborts_the_running_child() {
     let ToolState::Error { error, .. } = settled(&e.store, &child_session, "child_1") else { panic!() };
     assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
     assert_eq!(e.mock.requests().len(), 2, "nothing ran after the interrupt");
+}
+
+#[tokio::test]
+async fn the_task_description_lists_only_the_subagents_the_calling_agent_may_use() {
+    let e = env(json!({"permission": {"task": {"*": "allow", "reviewer": "deny"}}})).await;
+    e.mock.push_all([text("Fine.")]);
+    e.runtime.run(PromptRequest::text(&e.session.id, "Hi")).await.unwrap();
+
+    let body = e.mock.requests()[0].body_json().unwrap();
+    let task_tool = body["tools"].as_array().unwrap().iter().find(|t| t["function"]["name"] == "task").unwrap();
+    let description = task_tool["function"]["description"].as_str().unwrap();
+    assert!(description.contains("- general: ") && description.contains("- quiet: "), "{description}");
+    assert!(!description.contains("- reviewer:"), "a denied subagent is not offered: {description}");
 }

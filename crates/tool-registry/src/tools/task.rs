@@ -9,6 +9,7 @@ use opencode_config::PermissionAction;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::agent::Agent;
 use crate::agent::Agents;
 use crate::error::ToolError;
 use crate::tool::ToolContext;
@@ -74,19 +75,38 @@ impl Task {
     }
 }
 
+/// The tool's description as `caller` sees it: only the subagents its `task` permission does not
+/// deny (rules keyed by subagent name, last match wins), as OpenCode lists them per agent.
+pub fn description_for(agents: &Agents, caller: &Agent) -> String {
+    describe(
+        agents.subagents().filter(|agent| caller.permission.evaluate("task", &agent.name) != PermissionAction::Deny),
+    )
+}
+
+/// The model-visible output of a finished task (`<task id=… state="completed">`).
+pub fn result_text(result: &SubagentResult) -> String {
+    format!(
+        "<task id=\"{}\" state=\"completed\">\n<task_result>\n{}\n</task_result>\n</task>",
+        result.task_id, result.output
+    )
+}
+
+fn describe<'a>(subagents: impl Iterator<Item = &'a Arc<Agent>>) -> String {
+    let mut text =
+        "Launches a subagent to handle a complex, multi-step task autonomously. Available agent types:\n".to_owned();
+    for agent in subagents {
+        let description = agent.description.as_deref().unwrap_or(UNDESCRIBED);
+        text.push_str(&format!("- {}: {description}\n", agent.name));
+    }
+    text
+}
+
 impl TypedTool for Task {
     type Input = TaskInput;
     const NAME: &'static str = "task";
 
     fn description(&self) -> String {
-        let mut text =
-            "Launches a subagent to handle a complex, multi-step task autonomously. Available agent types:\n"
-                .to_owned();
-        for agent in self.agents.subagents() {
-            let description = agent.description.as_deref().unwrap_or(UNDESCRIBED);
-            text.push_str(&format!("- {}: {description}\n", agent.name));
-        }
-        text
+        describe(self.agents.subagents())
     }
 
     fn run<'a>(&'a self, input: TaskInput, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -114,12 +134,9 @@ impl TypedTool for Task {
                 task_id: input.task_id,
             };
             let result = self.runner.run(request, ctx).await?;
-            let output = ToolOutput::text(format!(
-                "<task id=\"{}\" state=\"completed\">\n<task_result>\n{}\n</task_result>\n</task>",
-                result.task_id, result.output
-            ))
-            .with_title(input.description)
-            .with_metadata("sessionId", result.task_id);
+            let output = ToolOutput::text(result_text(&result))
+                .with_title(input.description)
+                .with_metadata("sessionId", result.task_id);
             Ok(match result.model {
                 Some(model) => output.with_metadata("model", model),
                 None => output,

@@ -1,0 +1,193 @@
+//! Subtask prompts (what a `subtask: true` command sends): the user message carries the `subtask`
+//! part, the runner runs it through the `task` machinery as a child session before the model
+//! answers, the parent gets the `task` tool part, and a command's subtask adds the synthetic
+//! summary prompt before the loop continues.
+
+use opencode_session_runtime::DrainOutcome;
+use opencode_session_runtime::ModelChoice;
+use opencode_session_runtime::PromptRequest;
+use opencode_session_runtime::RuntimeError;
+use opencode_session_runtime::SUBTASK_SUMMARY_PROMPT;
+use opencode_session_runtime::SubtaskPrompt;
+use opencode_session_store::MessageInfo;
+use opencode_session_store::PartKind;
+use opencode_session_store::ToolState;
+use opencode_tool_registry::PendingEvent;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::subagents::children;
+use super::subagents::env;
+use super::support::history;
+use super::support::text;
+use super::support::tool_call;
+use super::support::transcript;
+
+fn subtask(agent: &str, command: Option<&str>) -> SubtaskPrompt {
+    SubtaskPrompt {
+        prompt: "Review the parser".into(),
+        description: "review the parser".into(),
+        agent: agent.into(),
+        model: None,
+        command: command.map(str::to_owned),
+    }
+}
+
+fn request(session: &str, subtask: SubtaskPrompt) -> PromptRequest {
+    PromptRequest { subtask: Some(subtask), ..PromptRequest::text(session, "") }
+}
+
+#[tokio::test]
+async fn a_command_subtask_runs_in_a_child_session_and_the_model_then_summarises_it() {
+    let e = env(json!({})).await;
+    e.mock.push_all([text("The parser is fine."), text("Summary: the parser is fine.")]);
+    let result = e.runtime.run(request(&e.session.id, subtask("reviewer", Some("review")))).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    let child = children(&e.store, &e.session.id).remove(0);
+    assert_eq!(
+        (child.title.as_str(), child.agent.as_deref()),
+        ("review the parser (@reviewer subagent)", Some("reviewer"))
+    );
+    // The child ran first, with the subagent's own model and prompt, on the subtask's prompt.
+    let requests = e.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let child_request = requests[0].body_json().unwrap();
+    assert_eq!(child_request["model"], "m2");
+    let child_messages = transcript(child_request["messages"].as_array().unwrap());
+    assert_eq!(child_messages.last().unwrap(), "user: Review the parser");
+
+    // The parent's transcript: the subtask part, the task call settled with the child's answer,
+    // the synthetic summary prompt, then the session agent's answer.
+    let messages = history(&e.store, &e.session.id);
+    assert_eq!(messages.len(), 4);
+    let MessageInfo::User(user) = &messages[0].info else { panic!("user message expected") };
+    assert_eq!(user.agent, "build", "the user message keeps the session's agent");
+    assert_eq!(
+        messages[0].parts.iter().map(|p| p.kind.clone()).collect::<Vec<_>>(),
+        vec![PartKind::Subtask {
+            prompt: "Review the parser".into(),
+            description: "review the parser".into(),
+            agent: "reviewer".into(),
+            model: None,
+            command: Some("review".into()),
+        }]
+    );
+    let MessageInfo::Assistant(task_message) = &messages[1].info else { panic!("assistant expected") };
+    assert_eq!((task_message.agent.as_str(), task_message.parent_id.as_str()), ("reviewer", user.id.as_str()));
+    assert!(task_message.time.completed.is_some() && task_message.error.is_none());
+    let [part] = messages[1].parts.as_slice() else { panic!("one task part expected") };
+    let PartKind::Tool { tool, state: ToolState::Completed { input, output, title, metadata, .. }, .. } = &part.kind
+    else {
+        panic!("a completed task part expected: {part:?}")
+    };
+    assert_eq!(tool, "task");
+    assert_eq!(
+        input,
+        &json!({"prompt": "Review the parser", "description": "review the parser", "subagent_type": "reviewer", "command": "review"})
+    );
+    assert_eq!(
+        output,
+        &format!(
+            "<task id=\"{}\" state=\"completed\">\n<task_result>\nThe parser is fine.\n</task_result>\n</task>",
+            child.id
+        )
+    );
+    assert_eq!(title, "review the parser");
+    assert_eq!(
+        (metadata["sessionId"].as_str(), metadata["model"].as_str()),
+        (Some(child.id.as_str()), Some("mock/m2"))
+    );
+    let summary = &messages[2];
+    assert!(
+        matches!(&summary.parts[0].kind, PartKind::Text { text, synthetic: Some(true), .. } if text == SUBTASK_SUMMARY_PROMPT)
+    );
+    let MessageInfo::Assistant(answer) = &messages[3].info else { panic!("assistant expected") };
+    assert_eq!((answer.agent.as_str(), answer.model_id.as_str()), ("build", "m"));
+
+    // What the model saw: the user's subtask, the call and its result, the summary prompt.
+    let parent_request = requests[1].body_json().unwrap();
+    let seen = transcript(parent_request["messages"].as_array().unwrap());
+    let tail: Vec<&str> = seen.iter().rev().take(4).rev().map(String::as_str).collect();
+    assert_eq!(tail[0], "user: The following tool was executed by the user");
+    assert!(tail[1].starts_with("assistant: task(") && tail[1].contains("Review the parser"), "{tail:?}");
+    assert!(tail[2].starts_with("tool: <task id=") && tail[2].contains("The parser is fine."), "{tail:?}");
+    assert_eq!(tail[3], format!("user: {SUBTASK_SUMMARY_PROMPT}"));
+}
+
+#[tokio::test]
+async fn a_subtask_bypasses_the_callers_task_permission_and_may_name_a_primary_agent_and_a_model() {
+    let e = env(json!({"permission": {"task": "deny"}})).await;
+    e.mock.push_all([text("Built."), text("Done.")]);
+    let mut delegated = subtask("build", Some("build-it"));
+    delegated.model = Some(ModelChoice::parse("mock/m2").unwrap());
+    let result = e.runtime.run(request(&e.session.id, delegated)).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    let child = children(&e.store, &e.session.id).remove(0);
+    assert_eq!(child.agent.as_deref(), Some("build"));
+    // The subtask's model runs the child (its agent names none); the parent stays on its own.
+    let requests = e.mock.requests();
+    assert_eq!(
+        (requests[0].body_json().unwrap()["model"].clone(), requests[1].body_json().unwrap()["model"].clone()),
+        (json!("m2"), json!("m"))
+    );
+    let messages = history(&e.store, &e.session.id);
+    assert!(matches!(&messages[0].parts[0].kind, PartKind::Subtask { model: Some(model), .. }
+        if model == &json!({"providerID": "mock", "modelID": "m2"})));
+    let task = super::subagents::settled(
+        &e.store,
+        &e.session.id,
+        match &messages[1].parts[0].kind {
+            PartKind::Tool { call_id, .. } => call_id,
+            other => panic!("task part expected: {other:?}"),
+        },
+    );
+    assert!(matches!(task, ToolState::Completed { ref output, .. } if output.contains("Built.")), "{task:?}");
+}
+
+#[tokio::test]
+async fn a_subtask_without_a_command_adds_no_summary_prompt_and_the_loop_continues() {
+    let e = env(json!({})).await;
+    e.mock.push_all([text("Checked."), text("Noted.")]);
+    let result = e.runtime.run(request(&e.session.id, subtask("general", None))).await.unwrap();
+
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    let messages = history(&e.store, &e.session.id);
+    let roles: Vec<&str> =
+        messages.iter().map(|m| if matches!(m.info, MessageInfo::User(_)) { "user" } else { "assistant" }).collect();
+    assert_eq!(roles, ["user", "assistant", "assistant"]);
+    assert_eq!(e.mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn an_unknown_subtask_agent_is_refused_at_admission() {
+    let e = env(json!({})).await;
+    let err = e.runtime.prompt(request(&e.session.id, subtask("nobody", Some("x")))).await.unwrap_err();
+    assert!(matches!(err, RuntimeError::UnknownAgent { ref name, .. } if name == "nobody"), "{err}");
+    assert!(history(&e.store, &e.session.id).is_empty());
+}
+
+#[tokio::test]
+async fn interrupting_a_running_subtask_settles_it_as_interrupted_without_a_summary_prompt() {
+    let e = env(json!({})).await;
+    let mut asked = e.permissions.subscribe();
+    e.mock.push_all([tool_call("child_1", "bash", json!({"command": "echo never", "description": "wait"}))]);
+    e.runtime.prompt(request(&e.session.id, subtask("reviewer", Some("review")))).await.unwrap();
+    // The child waits on its permission ask; nobody answers it.
+    loop {
+        if let PendingEvent::Asked(_) = asked.recv().await.unwrap() {
+            break;
+        }
+    }
+    assert!(e.runtime.interrupt(&e.session.id));
+    assert_eq!(e.runtime.wait_idle(&e.session.id).await, Some(DrainOutcome::Interrupted));
+
+    let messages = history(&e.store, &e.session.id);
+    assert_eq!(messages.len(), 2, "no summary prompt after an interrupted subtask");
+    let MessageInfo::Assistant(task_message) = &messages[1].info else { panic!("assistant expected") };
+    assert!(task_message.error.is_some());
+    let PartKind::Tool { state: ToolState::Error { error, .. }, .. } = &messages[1].parts[0].kind else { panic!() };
+    assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
+    assert_eq!(e.mock.requests().len(), 1, "the model was not asked after the interrupt");
+}
