@@ -30,10 +30,10 @@ use serde_json::json;
 const READERS: &str = "OPENCODE_BENCH_EVENT_READERS";
 
 fn main() {
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
     if let Ok(url) = std::env::var(READERS) {
         return read_events(&url);
     }
-    let _already_installed = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     runtime.block_on(run());
 }

@@ -241,3 +241,53 @@ fn durable_feed(
     };
     futures_util::StreamExt::take_until(stream, stop)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly by design")]
+
+    use futures_util::StreamExt;
+
+    use super::*;
+
+    fn event(directory: &str, kind: &str) -> Arc<BusEvent> {
+        Arc::new(encode(Some(directory.to_owned()), kind, json!({})))
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_events_is_one_chunk_of_frames_in_order_without_other_instances_events() {
+        let (tx, rx) = broadcast::channel(16);
+        let (_stop, shutdown) = watch::channel(false);
+        let mut stream = Box::pin(feed(rx, Some("/a".to_owned()), shutdown));
+        let connected = stream.next().await.unwrap().unwrap();
+        assert!(std::str::from_utf8(&connected).unwrap().contains("server.connected"));
+        for (directory, kind) in [("/a", "one"), ("/b", "elsewhere"), ("/a", "two"), ("/a", "three")] {
+            tx.send(event(directory, kind)).unwrap();
+        }
+        let chunk = stream.next().await.unwrap().unwrap();
+        let text = std::str::from_utf8(&chunk).unwrap();
+        let kinds: Vec<String> = text
+            .split("\n\n")
+            .filter(|frame| !frame.is_empty())
+            .map(|frame| {
+                let data: serde_json::Value = serde_json::from_str(frame.strip_prefix("data: ").unwrap()).unwrap();
+                data["type"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(kinds, ["one", "two", "three"]);
+        assert!(!text.contains("elsewhere"));
+    }
+
+    #[tokio::test]
+    async fn the_stream_ends_when_the_bus_closes() {
+        let (tx, rx) = broadcast::channel(16);
+        let (_stop, shutdown) = watch::channel(false);
+        let mut stream = Box::pin(feed(rx, None, shutdown));
+        stream.next().await.unwrap().unwrap();
+        tx.send(event("/a", "last")).unwrap();
+        drop(tx);
+        let chunk = stream.next().await.unwrap().unwrap();
+        assert!(std::str::from_utf8(&chunk).unwrap().contains("\"last\""));
+        assert!(stream.next().await.is_none());
+    }
+}
