@@ -19,6 +19,7 @@ use opencode_mock_provider::MockProvider;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::FnTools;
 use opencode_session_runtime::PromptRequest;
+use opencode_session_runtime::RegistryTools;
 use opencode_session_runtime::Reload;
 use opencode_session_runtime::RuntimeOptions;
 use opencode_session_runtime::SessionRuntime;
@@ -168,4 +169,73 @@ async fn reload_all_disposes_every_idle_location() {
     assert_eq!(reloaded.len(), 2);
     assert!(reloaded.iter().all(|(_, reload)| *reload == Reload::Disposed), "{reloaded:?}");
     assert_eq!(s.runtime.open_locations(), vec![]);
+}
+
+#[tokio::test]
+async fn a_reload_stops_the_locations_mcp_servers_and_the_next_use_starts_them_again() {
+    if std::process::Command::new("node").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "node is required under CI for the MCP tests");
+        eprintln!("notice: node not found; skipping this MCP test");
+        return;
+    }
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/scripted.mjs");
+    let pid_file = project.path().join("pid");
+    let command = json!(["node", script, "--pid-file", pid_file]);
+    let config: Config =
+        serde_json::from_value(json!({"mcp": {"scripted": {"type": "local", "command": command}}})).unwrap();
+    let paths = Paths::under(data.path());
+    let (tool_paths, permissions) = (paths.clone(), Arc::new(opencode_tool_registry::Permissions::in_memory()));
+    let locations =
+        StandardLocations::new(&config, paths.clone(), Env::default()).with_configured_tools(move |dir, config| {
+            let tools = RegistryTools::standard(dir, config, &tool_paths, Arc::clone(&permissions))?;
+            Ok(Arc::new(tools) as Arc<dyn ToolHost>)
+        });
+    let runtime = SessionRuntime::builder(
+        Arc::new(Store::open(paths.database()).unwrap()),
+        LlmClient::new(),
+        Arc::new(Catalog::default()),
+        Arc::new(config),
+        paths,
+    )
+    .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
+    .build();
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    // Checking the prompt's agent opens the Location, which starts its MCP server.
+    let open =
+        || PromptRequest { agent: Some("build".into()), admit_only: true, ..PromptRequest::text(&session.id, "x") };
+
+    runtime.prompt(open()).await.unwrap();
+    let first = server_pid(&pid_file).await;
+    assert!(alive(first));
+    assert_eq!(runtime.reload_location(project.path()), Reload::Disposed);
+    // Killing is immediate (SIGKILL to the group); reaping may take a moment.
+    while alive(first) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    runtime.prompt(open()).await.unwrap();
+    let second = server_pid(&pid_file).await;
+    assert_ne!(first, second);
+    assert!(alive(second));
+}
+
+/// The pid the scripted MCP server wrote once it started (the file is removed for the next one).
+async fn server_pid(file: &Path) -> i32 {
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file).ok().and_then(|text| text.trim().parse().ok()) {
+            std::fs::remove_file(file).unwrap();
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Alive and not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or_default().trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
 }
