@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -53,6 +54,12 @@ pub trait SessionDriver: Send + Sync + 'static {
     fn compact(&self, _session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
         Box::pin(async { Err(DriverError::Unavailable("this server cannot compact sessions".to_owned())) })
     }
+
+    /// Forgets what the runtime loaded for `directory` and the directories inside it (every directory
+    /// when `None`): configuration, agents, catalog and tools (MCP servers included), so that the next
+    /// prompt there runs with the current configuration. A turn running meanwhile finishes with what
+    /// it started with.
+    fn reload(&self, _directory: Option<&Path>) {}
 
     /// Called when the server shuts down, before it stops accepting requests: stop active drains at a
     /// durable point (admitted input stays pending for the next start).

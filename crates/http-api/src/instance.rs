@@ -151,6 +151,15 @@ impl Instances {
         }
     }
 
+    /// The directories of the instances used so far (canonical), sorted.
+    pub fn directories(&self) -> Vec<PathBuf> {
+        let map = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut directories: Vec<PathBuf> = map.values().map(|instance| instance.directory.clone()).collect();
+        directories.sort();
+        directories.dedup();
+        directories
+    }
+
     /// The stored project of `worktree`, created (or refreshed) in the store.
     fn project_for(&self, worktree: &Path) -> Result<Project, ApiError> {
         let id = project_id_of_worktree(worktree);

@@ -2,11 +2,13 @@
 //! clients (the `@opencode-ai/sdk` package, the TUI, editors) work against opencode-rs unchanged.
 //!
 //! - **Routes.** The OpenCode 1.x surface (`/global/health`, `/session...`, `/event`, `/config`,
-//!   `/provider`, `/agent`, `/path`, `/project...`, `/file...`, `/find/file`, permission replies), the
+//!   `/provider`, `/agent`, `/path`, `/project...`, `/file...`, `/find/file`, permission replies,
+//!   `/global/config`, `/instance/dispose`, `/global/dispose`, `/auth/{providerID}`), the
 //!   seed's project-scoped API (`/project/{projectID}/session...`) and the V2 prompt surface
 //!   (`/api/session/{id}/prompt|interrupt|context|event`), all in OpenCode's JSON shapes.
 //! - **Instances.** Every request runs in a directory (`?directory=`, `x-opencode-directory`, or the
-//!   server's default); its project, configuration and catalog are resolved once per directory.
+//!   server's default); its project, configuration and catalog are resolved once per directory, and
+//!   configuration updates and dispose requests reload them (and the runtime's Locations).
 //! - **The runtime is a seam.** Everything durable is read from and written to the store directly;
 //!   prompts, interrupts, compaction and live events go through [`SessionDriver`]. [`RuntimeDriver`]
 //!   drives the real session runtime ([`start_server`] / [`run_server`] build it from configuration);

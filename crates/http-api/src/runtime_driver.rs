@@ -8,6 +8,7 @@
 //! wait on.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
@@ -188,6 +189,20 @@ impl SessionDriver for RuntimeDriver {
             }
             Ok(())
         })
+    }
+
+    fn reload(&self, directory: Option<&Path>) {
+        let Some(directory) = directory else {
+            let reloaded = self.runtime.reload_all();
+            tracing::debug!(locations = reloaded.len(), "every location reloaded");
+            return;
+        };
+        for (open, _) in self.runtime.open_locations() {
+            if open.starts_with(directory) {
+                let reload = self.runtime.reload_location(&open);
+                tracing::debug!(directory = %open.display(), ?reload, "location reloaded");
+            }
+        }
     }
 
     fn permission_replied(&self, permission: StoredPermission) -> BoxFuture<'_, ()> {

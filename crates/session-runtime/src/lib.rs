@@ -90,6 +90,7 @@ pub use runtime::GLOBAL_PROJECT;
 pub use runtime::ModelChoice;
 pub use runtime::PromptRequest;
 pub use runtime::Receipt;
+pub use runtime::Reload;
 pub use runtime::RunResult;
 pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;

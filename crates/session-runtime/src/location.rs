@@ -1,7 +1,7 @@
 //! Location-scoped services: the System Context Registry, the tools, and (when it differs from the
 //! runtime's) the configuration of one directory, with its agents and model catalog. A session's drain
-//! runs against the Location of the session's directory; the runtime opens each Location once and
-//! keeps it.
+//! runs against the Location of the session's directory; the runtime opens each Location on first
+//! use and keeps it until it is reloaded ([`crate::SessionRuntime::reload_location`]).
 
 use std::path::Path;
 use std::path::PathBuf;

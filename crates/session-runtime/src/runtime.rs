@@ -39,6 +39,7 @@ use crate::error::Result;
 use crate::error::RuntimeError;
 use crate::events::EventBus;
 use crate::events::RuntimeEvent;
+use crate::events::SessionStatus;
 use crate::history::PromptFile;
 use crate::history::StoredPrompt;
 use crate::hooks::Hooks;
@@ -430,6 +431,56 @@ impl SessionRuntime {
     pub fn active(&self) -> Vec<String> {
         self.inner.coordinator.active()
     }
+
+    /// Disposes the Location of `directory` (as sessions spell it) so that its next use loads the
+    /// directory's configuration again: its configuration, agents and catalog, and its tools (MCP
+    /// servers stop, plugin tools are attached anew). A drain running in the directory keeps the
+    /// Location it started with, tools and settings alike, so no turn sees half of each: disposal
+    /// then waits until no drain holds it ([`Reload::Deferred`]), and new drains meanwhile share it.
+    pub fn reload_location(&self, directory: &Path) -> Reload {
+        self.inner.reload(directory)
+    }
+
+    /// [`SessionRuntime::reload_location`] for every open Location (after the global configuration
+    /// changed); returns each directory with what happened to it.
+    pub fn reload_all(&self) -> Vec<(PathBuf, Reload)> {
+        self.inner.reload_where(|_| true)
+    }
+
+    /// The directories whose Location is open, each with whether a reload of it is waiting for its
+    /// drains to end.
+    pub fn open_locations(&self) -> Vec<(PathBuf, bool)> {
+        let mut open: Vec<(PathBuf, bool)> =
+            self.inner.open_locations().iter().map(|(directory, opened)| (directory.clone(), opened.stale)).collect();
+        open.sort();
+        open
+    }
+}
+
+/// What [`SessionRuntime::reload_location`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reload {
+    /// The Location was dropped (its MCP servers stopped); its next use opens it again.
+    Disposed,
+    /// A drain of the directory still holds the Location: it is dropped once none does, and opened
+    /// again at the next use after that.
+    Deferred,
+    /// No Location was open for the directory: its next use loads the current configuration anyway.
+    NotOpen,
+}
+
+/// An open Location, and whether it is to be reopened once no drain holds it.
+struct Opened {
+    location: Arc<Location>,
+    stale: bool,
+}
+
+impl Opened {
+    /// Whether anyone but the runtime's table holds the Location. Clones are only handed out under
+    /// the table's lock, so a count of one under that lock means nobody can be using it.
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.location) > 1
+    }
 }
 
 /// Everything a drain needs, shared.
@@ -449,7 +500,8 @@ pub(crate) struct Inner {
     pub(crate) agents: Arc<Agents>,
     pub(crate) compaction: CompactionSettings,
     location_factory: Arc<dyn LocationFactory>,
-    locations: Mutex<HashMap<PathBuf, Arc<Location>>>,
+    /// The open Locations, by directory.
+    locations: Mutex<HashMap<PathBuf, Opened>>,
     pub(crate) hooks: Option<Arc<dyn Hooks>>,
     bus: EventBus,
     pub(crate) coordinator: Coordinator,
@@ -520,23 +572,83 @@ fn resolve_agent(agents: &Agents, name: Option<&str>) -> Result<Arc<Agent>> {
 impl Inner {
     /// Sends an event to the bus and the hooks.
     pub(crate) fn publish(&self, event: RuntimeEvent) {
+        // A drain that ended released its Location: a deferred reload can happen now.
+        let drained = matches!(event, RuntimeEvent::Status { status: SessionStatus::Idle, .. });
         if let Some(hooks) = &self.hooks {
             hooks.event(&event);
         }
         self.bus.send(event);
+        if drained {
+            self.retire_stale();
+        }
     }
 
-    /// The Location of `directory`, opened once.
+    /// The Location of `directory`, opened on first use and kept until it is reloaded.
     pub(crate) fn location(&self, directory: &str) -> Result<Arc<Location>> {
         let key = PathBuf::from(directory);
-        let mut locations = self.locations.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(location) = locations.get(&key) {
-            return Ok(Arc::clone(location));
+        let mut locations = self.open_locations();
+        if let Some(opened) = locations.get(&key)
+            && (!opened.stale || opened.in_use())
+        {
+            return Ok(Arc::clone(&opened.location));
         }
         let location = Arc::new(self.location_factory.open(&key)?);
         let subagents = crate::subagent::Subagents::new(Weak::clone(&self.me));
         location.tools.attach_subagents(Arc::new(subagents), &self.agents);
-        locations.insert(key, Arc::clone(&location));
+        let retired = locations.insert(key, Opened { location: Arc::clone(&location), stale: false });
+        // A stale Location is dropped after the lock is released: stopping MCP servers takes a moment.
+        drop(locations);
+        drop(retired);
         Ok(location)
+    }
+
+    /// Drops `directory`'s Location now, or marks it for when no drain holds it.
+    fn reload(&self, directory: &Path) -> Reload {
+        let reloaded = self.reload_where(|open| open == directory);
+        reloaded.first().map_or(Reload::NotOpen, |(_, reload)| *reload)
+    }
+
+    /// Drops the Locations of the directories `which` selects, or marks those a drain holds.
+    fn reload_where(&self, which: impl Fn(&Path) -> bool) -> Vec<(PathBuf, Reload)> {
+        let mut locations = self.open_locations();
+        let mut retired = Vec::new();
+        let mut reloaded = Vec::new();
+        let selected: Vec<PathBuf> = locations.keys().filter(|open| which(open)).cloned().collect();
+        for directory in selected {
+            let Some(opened) = locations.get_mut(&directory) else { continue };
+            let reload = if opened.in_use() {
+                opened.stale = true;
+                Reload::Deferred
+            } else {
+                retired.extend(locations.remove(&directory));
+                Reload::Disposed
+            };
+            tracing::info!(directory = %directory.display(), ?reload, "location reloaded");
+            reloaded.push((directory, reload));
+        }
+        // Dropped after the lock is released: stopping MCP servers takes a moment.
+        drop(locations);
+        drop(retired);
+        reloaded
+    }
+
+    /// Drops the Locations marked for reload that no drain holds any more.
+    fn retire_stale(&self) {
+        let mut locations = self.open_locations();
+        let done: Vec<PathBuf> = locations
+            .iter()
+            .filter(|(_, opened)| opened.stale && !opened.in_use())
+            .map(|(directory, _)| directory.clone())
+            .collect();
+        let retired: Vec<Opened> = done.iter().filter_map(|directory| locations.remove(directory)).collect();
+        drop(locations);
+        for directory in &done {
+            tracing::info!(directory = %directory.display(), "location disposed after its drains ended");
+        }
+        drop(retired);
+    }
+
+    fn open_locations(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Opened>> {
+        self.locations.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -1,6 +1,7 @@
 //! The route table: every operation the server serves, with what the OpenAPI document says about it.
 //! The router and `/doc` are both built from [`operations`], so the document cannot miss a route.
 
+mod auth;
 mod command;
 mod config;
 mod files;
@@ -109,6 +110,15 @@ impl Op {
         Self::new("patch", path, id, summary, h)
     }
 
+    pub fn put<H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        id: &'static str,
+        summary: &'static str,
+        h: H,
+    ) -> Self {
+        Self::new("put", path, id, summary, h)
+    }
+
     pub fn delete<H: Handler<T, AppState>, T: 'static>(
         path: &'static str,
         id: &'static str,
@@ -176,6 +186,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(permission::ops());
     ops.extend(question::ops());
     ops.extend(config::ops());
+    ops.extend(auth::ops());
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());

@@ -1,7 +1,8 @@
 //! Server-sent event streams: `/event` (one instance: `server.connected` first, then its events and a
 //! `server.heartbeat` every 10 s), `/global/event` (every instance) and `/api/session/{id}/event`
 //! (durable replay after `?after=N`, then the live tail of that session's durable events). Streams end
-//! when the server shuts down.
+//! when the server shuts down, and only then: unlike OpenCode's, `/event` outlives the
+//! `server.instance.disposed` it forwards (see `routes/config.rs`).
 
 use std::convert::Infallible;
 use std::sync::Arc;

@@ -9,6 +9,7 @@ mod plugins;
 mod projection;
 mod recovery;
 mod registry;
+mod reload;
 mod sign_in;
 mod subagents;
 mod subtasks;
