@@ -49,6 +49,7 @@ mod launch;
 mod middleware;
 mod openapi;
 mod options;
+mod pty;
 mod routes;
 mod runtime_driver;
 mod server;

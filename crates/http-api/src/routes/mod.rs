@@ -7,6 +7,7 @@ mod files;
 mod global;
 mod permission;
 mod project;
+mod pty;
 mod question;
 mod search;
 mod session;
@@ -109,6 +110,15 @@ impl Op {
         Self::new("patch", path, id, summary, h)
     }
 
+    pub fn put<H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        id: &'static str,
+        summary: &'static str,
+        h: H,
+    ) -> Self {
+        Self::new("put", path, id, summary, h)
+    }
+
     pub fn delete<H: Handler<T, AppState>, T: 'static>(
         path: &'static str,
         id: &'static str,
@@ -173,6 +183,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(search::ops());
     ops.extend(command::ops());
     ops.extend(shell::ops());
+    ops.extend(pty::ops());
     ops.extend(permission::ops());
     ops.extend(question::ops());
     ops.extend(config::ops());

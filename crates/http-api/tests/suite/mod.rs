@@ -14,6 +14,7 @@ mod fuzz;
 mod openapi;
 mod plugins;
 mod projects;
+mod pty;
 mod runtime;
 mod sdk;
 mod sessions;
