@@ -2,7 +2,8 @@
 //! clients (the `@opencode-ai/sdk` package, the TUI, editors) work against opencode-rs unchanged.
 //!
 //! - **Routes.** The OpenCode 1.x surface (`/global/health`, `/session...`, `/event`, `/config`,
-//!   `/provider`, `/agent`, `/path`, `/project...`, `/file...`, `/find/file`, permission replies), the
+//!   `/provider`, `/agent`, `/path`, `/project...`, `/file...`, `/find/file`, permission replies, the
+//!   terminal panel's `/pty...` with its WebSocket), the
 //!   seed's project-scoped API (`/project/{projectID}/session...`) and the V2 prompt surface
 //!   (`/api/session/{id}/prompt|interrupt|context|event`), all in OpenCode's JSON shapes.
 //! - **Instances.** Every request runs in a directory (`?directory=`, `x-opencode-directory`, or the

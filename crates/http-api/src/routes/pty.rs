@@ -153,8 +153,10 @@ async fn create_route(
         None => default_shell(&s, &i).await?,
     };
     let mut args = body.args.unwrap_or_default();
-    // As OpenCode: shells start as login shells, so the user's profile applies.
-    if command.ends_with("sh") {
+    // As OpenCode, a shell starts as a login shell so that the user's profile applies; unlike it, only
+    // a bare one (`ssh` ends in "sh" too, and `-l` after a script would become its `$0`).
+    let name = Path::new(&command).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if args.is_empty() && name.ends_with("sh") && name != "ssh" {
         args.push("-l".to_owned());
     }
     let spawn =

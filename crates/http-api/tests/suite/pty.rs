@@ -197,6 +197,38 @@ async fn a_shell_that_exits_emits_exited_then_deleted() {
 }
 
 #[tokio::test]
+async fn a_command_with_arguments_runs_as_given_and_reports_its_exit_code() {
+    let t = start().await;
+    let mut events = Events::open(&t.http, &t.at("/event")).await;
+    let script = "read line; echo got-$line-$PTY_TEST; exit 7";
+    let info = create(&t, json!({ "command": "/bin/sh", "args": ["-c", script], "env": { "PTY_TEST": "v" } })).await;
+    assert_eq!(info["args"], json!(["-c", script]), "no -l after the caller's arguments");
+    let id = info["id"].as_str().unwrap();
+    let (mut ws, _, _) = connect(&t, id, "").await;
+    ws.send(Message::text("x\n")).await.unwrap();
+    read_until(&mut ws, "got-x-v").await;
+    let exited = next_of(&mut events, "pty.exited").await;
+    assert_eq!(exited["properties"], json!({ "id": id, "exitCode": 7 }));
+}
+
+#[tokio::test]
+async fn shutdown_closes_connected_sockets_and_ends_the_shell() {
+    let t = start().await;
+    let info = create(&t, json!({ "command": "/bin/sh" })).await;
+    let (id, pid) = (info["id"].as_str().unwrap(), info["pid"].as_u64().unwrap());
+    let (mut ws, _, _) = connect(&t, id, "").await;
+    tokio::time::timeout(GUARD, t.server.shutdown()).await.expect("shutdown waited for the socket").unwrap();
+    assert!(!alive(pid));
+    loop {
+        match tokio::time::timeout(GUARD, ws.next()).await.expect("the socket stayed open") {
+            Some(Ok(Message::Text(_))) => {}
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            other => panic!("unexpected frame {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
 async fn delete_hangs_up_the_process_and_emits_deleted() {
     let t = start().await;
     let mut events = Events::open(&t.http, &t.at("/event")).await;
