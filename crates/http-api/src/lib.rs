@@ -3,7 +3,8 @@
 //!
 //! - **Routes.** The OpenCode 1.x surface (`/global/health`, `/session...`, `/event`, `/config`,
 //!   `/provider`, `/agent`, `/path`, `/project...`, `/file...`, `/find/file`, permission replies,
-//!   `/global/config`, `/instance/dispose`, `/global/dispose`, `/auth/{providerID}`), the
+//!   `/global/config`, `/instance/dispose`, `/global/dispose`, `/auth/{providerID}`, the terminal
+//!   panel's `/pty...` with its WebSocket), the
 //!   seed's project-scoped API (`/project/{projectID}/session...`) and the V2 prompt surface
 //!   (`/api/session/{id}/prompt|interrupt|context|event`), all in OpenCode's JSON shapes.
 //! - **Instances.** Every request runs in a directory (`?directory=`, `x-opencode-directory`, or the
@@ -51,6 +52,7 @@ mod launch;
 mod middleware;
 mod openapi;
 mod options;
+mod pty;
 mod routes;
 mod runtime_driver;
 mod server;

@@ -1,4 +1,5 @@
-//! HTTP Basic auth (with `?auth_token=` for EventSource clients) and CORS.
+//! HTTP Basic auth (with `?auth_token=` for EventSource clients, and a PTY connect ticket for the
+//! terminal WebSocket) and CORS.
 
 use axum::extract::Request;
 use axum::extract::State;
@@ -24,7 +25,10 @@ use crate::state::AppState;
 /// credentials on them).
 pub(crate) async fn auth(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(expected) = &state.inner.options.credentials else { return next.run(request).await };
-    if request.method() == Method::OPTIONS || authorized(expected, request.headers(), request.uri().query()) {
+    if request.method() == Method::OPTIONS
+        || authorized(expected, request.headers(), request.uri().query())
+        || pty_ticket(&state, &request)
+    {
         return next.run(request).await;
     }
     let mut response = ApiError::Unauthorized("missing or wrong credentials".to_owned()).into_response();
@@ -42,6 +46,20 @@ fn authorized(expected: &Credentials, headers: &HeaderMap, query: Option<&str>) 
         .and_then(|q| form_pairs(q).ok())
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "auth_token").map(|(_, v)| v));
     [from_header, from_query].into_iter().flatten().any(|token| token_matches(expected, &token))
+}
+
+/// Whether the request is `GET /pty/{ptyID}/connect?ticket=` with a live ticket for that PTY. The
+/// handler uses the ticket up; a ticket opens nothing else.
+fn pty_ticket(state: &AppState, request: &Request) -> bool {
+    let Some(pty_id) = request.uri().path().strip_prefix("/pty/").and_then(|rest| rest.strip_suffix("/connect")) else {
+        return false;
+    };
+    let ticket = request
+        .uri()
+        .query()
+        .and_then(|q| form_pairs(q).ok())
+        .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "ticket").map(|(_, v)| v));
+    request.method() == Method::GET && ticket.is_some_and(|ticket| state.inner.pty.ticket_valid(pty_id, &ticket))
 }
 
 /// Whether base64 `token` is `username:password`. Compared in constant time: both sides are hashed and

@@ -19,6 +19,7 @@ use crate::error::ServeError;
 use crate::instance::Instances;
 use crate::middleware;
 use crate::options::ServerOptions;
+use crate::pty::PtyService;
 use crate::routes::operations;
 use crate::state::AppState;
 use crate::state::ServerContext;
@@ -97,7 +98,7 @@ pub async fn serve(options: ServerOptions, context: ServerContext) -> Result<Ser
     // Event streams end when `closing` turns true: after the driver stopped its drains, so that their
     // last events still reach subscribers.
     let (closing, closed) = watch::channel(false);
-    let app = router(options, context, closed, format!("http://{addr}"));
+    let (app, ptys) = router(options, context, closed, format!("http://{addr}"));
     let mut signal = shutdown;
     // Responses and event-stream frames are small writes: without TCP_NODELAY, Nagle holds each one
     // back until the client's (delayed, up to 40 ms) ACK of the previous one arrives.
@@ -113,6 +114,7 @@ pub async fn serve(options: ServerOptions, context: ServerContext) -> Result<Ser
                 if stopped {
                     driver.shutdown().await;
                 }
+                ptys.shutdown().await;
                 let _ended = closing.send(true);
             })
             .await
@@ -121,7 +123,12 @@ pub async fn serve(options: ServerOptions, context: ServerContext) -> Result<Ser
 }
 
 /// The whole router with its middleware (public for in-process use, e.g. benchmarks with `oneshot`).
-fn router(options: ServerOptions, context: ServerContext, shutdown: watch::Receiver<bool>, base_url: String) -> Router {
+fn router(
+    options: ServerOptions,
+    context: ServerContext,
+    shutdown: watch::Receiver<bool>,
+    base_url: String,
+) -> (Router, PtyService) {
     let bus = EventBus::new(Arc::clone(&context.store));
     if context.install_store_hook {
         context.store.set_event_hook(bus.store_hook());
@@ -144,12 +151,14 @@ fn router(options: ServerOptions, context: ServerContext, shutdown: watch::Recei
         });
     }
     let body_limit = options.body_limit;
+    let pty = PtyService::new(bus.clone());
     let state = AppState {
         inner: Arc::new(Shared {
             instances: Instances::new(Arc::clone(&context.store), context.env.clone(), context.paths.clone()),
             store: context.store,
             driver: context.driver,
             bus,
+            pty: pty.clone(),
             default_directory: context.directory,
             options,
             env: context.env,
@@ -162,13 +171,14 @@ fn router(options: ServerOptions, context: ServerContext, shutdown: watch::Recei
     for op in operations() {
         router = router.route(op.path, op.handler);
     }
-    router
+    let router = router
         .fallback(|| async { ApiError::not_found("no such route").into_response() })
         .method_not_allowed_fallback(|| async { ApiError::bad("method not allowed on this route").into_response() })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::cors))
-        .with_state(state)
+        .with_state(state);
+    (router, pty)
 }
 
 async fn resolve(options: &ServerOptions) -> Result<SocketAddr, ServeError> {

@@ -16,6 +16,7 @@ use crate::driver::SessionDriver;
 use crate::error::ApiError;
 use crate::instance::Instances;
 use crate::options::ServerOptions;
+use crate::pty::PtyService;
 
 /// What the server is built from; the caller owns the store and the runtime.
 pub struct ServerContext {
@@ -49,6 +50,8 @@ pub(crate) struct Shared {
     pub driver: Arc<dyn SessionDriver>,
     pub bus: EventBus,
     pub instances: Instances,
+    /// The terminal panel's PTYs (hung up at shutdown).
+    pub pty: PtyService,
     pub default_directory: PathBuf,
     pub options: ServerOptions,
     pub env: Env,

@@ -19,6 +19,7 @@ pub enum IdKind {
     Permission,
     Project,
     Event,
+    Pty,
 }
 
 impl IdKind {
@@ -31,6 +32,7 @@ impl IdKind {
             Self::Permission => "per",
             Self::Project => "prj",
             Self::Event => "evt",
+            Self::Pty => "pty",
         }
     }
 }

@@ -8,6 +8,7 @@ mod files;
 mod global;
 mod permission;
 mod project;
+mod pty;
 mod question;
 mod search;
 mod session;
@@ -183,6 +184,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(search::ops());
     ops.extend(command::ops());
     ops.extend(shell::ops());
+    ops.extend(pty::ops());
     ops.extend(permission::ops());
     ops.extend(question::ops());
     ops.extend(config::ops());

@@ -14,6 +14,7 @@ mod fuzz;
 mod openapi;
 mod plugins;
 mod projects;
+mod pty;
 mod reload;
 mod runtime;
 mod sdk;
