@@ -187,13 +187,7 @@ async fn a_shell_that_exits_emits_exited_then_deleted() {
     assert_eq!(deleted["properties"], json!({ "id": id }));
     assert_eq!(t.get(&format!("/pty/{id}")).await.0, 404);
     // The socket ends with the PTY.
-    loop {
-        match tokio::time::timeout(GUARD, ws.next()).await.expect("the socket stayed open") {
-            Some(Ok(Message::Text(_))) => {}
-            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            other => panic!("unexpected frame {other:?}"),
-        }
-    }
+    socket_ends(&mut ws).await;
 }
 
 #[tokio::test]
@@ -219,13 +213,7 @@ async fn shutdown_closes_connected_sockets_and_ends_the_shell() {
     let (mut ws, _, _) = connect(&t, id, "").await;
     tokio::time::timeout(GUARD, t.server.shutdown()).await.expect("shutdown waited for the socket").unwrap();
     assert!(!alive(pid));
-    loop {
-        match tokio::time::timeout(GUARD, ws.next()).await.expect("the socket stayed open") {
-            Some(Ok(Message::Text(_))) => {}
-            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            other => panic!("unexpected frame {other:?}"),
-        }
-    }
+    socket_ends(&mut ws).await;
 }
 
 #[tokio::test]
@@ -361,5 +349,16 @@ async fn shells_are_listed_by_path_and_name() {
         assert!(std::path::Path::new(path).is_file(), "{path}");
         assert_eq!(path.rsplit('/').next().unwrap(), shell["name"].as_str().unwrap());
         assert_eq!(shell["acceptable"], !matches!(shell["name"].as_str().unwrap(), "fish" | "nu"));
+    }
+}
+
+/// Reads (and ignores) output until the server closes the socket.
+async fn socket_ends(ws: &mut Ws) {
+    loop {
+        match tokio::time::timeout(GUARD, ws.next()).await.expect("the socket stayed open") {
+            Some(Ok(Message::Text(_))) => {}
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            other => panic!("unexpected frame {other:?}"),
+        }
     }
 }
