@@ -9,8 +9,9 @@
 //! 4. A prompt turn with 100 `/event` subscribers connected, against none: the readers inside the bench
 //!    process, then in a child process (as real clients are).
 //! 5. Over the session runtime (`start_server`): prompt and wait against a local OpenAI-compatible mock
-//!    that streams each SSE frame as its own write, once with `TCP_NODELAY` on the mock's sockets and
-//!    once without (Nagle on, as in `../shared/bench/mock_openai.py`).
+//!    that streams each SSE frame as its own write, with `TCP_NODELAY` on the mock's sockets (without
+//!    and with 100 `/event` subscribers in a child process, each on a fresh session) and once without
+//!    (Nagle on, as in `../shared/bench/mock_openai.py`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,29 +107,22 @@ async fn run() {
     for subscriber in subscribers {
         subscriber.abort();
     }
-    let mut readers = std::process::Command::new(std::env::current_exe().unwrap())
-        .env(READERS, format!("{url}/event"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    let stdout = readers.stdout.take().unwrap();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
-    assert_eq!(ready.trim(), "ready");
+    let readers = spawn_readers(&url);
     let separate = median(50, || async {
         post(&http, &turn_url, prompt.clone()).await;
     })
     .await;
     println!("prompt and wait with 100 /event subscribers in another process: {}", ms(separate));
     server.shutdown().await.unwrap();
-    assert!(readers.wait().unwrap().success());
+    assert!(readers.wait_with_output().unwrap().status.success());
 
     println!();
     println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
-    for nodelay in [true, false] {
-        let (turn, min) = runtime_turn(nodelay).await;
+    for (nodelay, subscribers) in [(true, false), (true, true), (false, false)] {
+        let (turn, min) = runtime_turn(nodelay, subscribers).await;
         let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
-        println!("prompt and wait, mock {label}: {} (min {})", ms(turn), ms(min));
+        let readers = if subscribers { ", 100 /event subscribers in another process" } else { "" };
+        println!("prompt and wait, mock {label}{readers}: {} (min {})", ms(turn), ms(min));
     }
 }
 
@@ -158,7 +152,7 @@ async fn subscribe(http: &reqwest::Client, url: &str) -> tokio::task::JoinHandle
 }
 
 /// Median and best of 50 synchronous prompt turns through `start_server` against a mock provider.
-async fn runtime_turn(nodelay: bool) -> (Duration, Duration) {
+async fn runtime_turn(nodelay: bool, subscribers: bool) -> (Duration, Duration) {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("project");
     std::fs::create_dir_all(&dir).unwrap();
@@ -174,6 +168,7 @@ async fn runtime_turn(nodelay: bool) -> (Duration, Duration) {
     let options = ServerOptions { port: 0, ..ServerOptions::default() };
     let server = opencode_http_api::start_server(options, env, dir).await.unwrap();
     let (http, url) = (reqwest::Client::new(), server.url());
+    let readers = subscribers.then(|| spawn_readers(&url));
     let session = post(&http, &format!("{url}/session"), json!({})).await;
     let turn_url = format!("{url}/session/{}/message", session["id"].as_str().unwrap());
     let prompt = json!({ "parts": [{ "type": "text", "text": "hello" }] });
@@ -186,7 +181,24 @@ async fn runtime_turn(nodelay: bool) -> (Duration, Duration) {
     }
     times.sort();
     server.shutdown().await.unwrap();
+    if let Some(readers) = readers {
+        assert!(readers.wait_with_output().unwrap().status.success());
+    }
     (times[times.len() / 2], times[0])
+}
+
+/// Starts the child process holding 100 subscribers of `{url}/event` and waits until all are connected.
+fn spawn_readers(url: &str) -> std::process::Child {
+    let mut readers = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(READERS, format!("{url}/event"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    let stdout = readers.stdout.as_mut().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
+    readers
 }
 
 /// An OpenAI-compatible chat mock on 127.0.0.1 that streams a four-delta text reply, yielding between
