@@ -24,6 +24,18 @@ impl LazyCatalog {
         Self { cell: Arc::default(), load: Arc::new(load) }
     }
 
+    /// The catalog before configuration from its sources (file, cache or bundled snapshot; never the
+    /// network, see [`crate::source::load`]), read on first use; skipped sources are logged then.
+    pub fn from_sources(paths: opencode_config::Paths, env: opencode_config::Env) -> Self {
+        Self::new(move || {
+            let (catalog, _origin, problems) = crate::source::load(&paths, &env)?;
+            for problem in problems {
+                tracing::warn!(%problem, "model catalog source skipped");
+            }
+            Ok(catalog)
+        })
+    }
+
     /// The catalog, loading it on the first call.
     pub fn get(&self) -> Result<Arc<Catalog>, CatalogError> {
         self.cell.get_or_init(|| (self.load)().map(Arc::new)).clone()

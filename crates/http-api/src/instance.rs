@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::OnceLock;
 use std::sync::PoisonError;
 
 use opencode_catalog::Catalog;
+use opencode_catalog::LazyCatalog;
 use opencode_config::Env;
 use opencode_config::LoadOptions;
 use opencode_config::LoadedConfig;
@@ -42,7 +42,7 @@ pub struct Instance {
     catalog: Mutex<Option<BuiltCatalog>>,
     /// The catalog's providers as `/provider` renders them.
     pub(crate) provider_cache: ProviderCache,
-    models: Arc<ModelsSource>,
+    models: LazyCatalog,
 }
 
 impl Instance {
@@ -77,8 +77,9 @@ impl Instance {
         }
         let catalog = self
             .models
-            .get(&self.paths, &self.env)
-            .and_then(|base| (*base).clone().with_config(&config.config).map(Arc::new).map_err(|e| e.to_string()));
+            .get()
+            .and_then(|base| (*base).clone().with_config(&config.config).map(Arc::new))
+            .map_err(|err| err.to_string());
         *cached = Some((config, catalog.clone()));
         catalog.map_err(catalog_error)
     }
@@ -108,12 +109,14 @@ pub struct Instances {
     env: Env,
     paths: Paths,
     by_directory: Mutex<HashMap<PathBuf, Arc<Instance>>>,
-    models: Arc<ModelsSource>,
+    /// The catalog before configuration, read once per server.
+    models: LazyCatalog,
 }
 
 impl Instances {
-    pub fn new(store: Arc<Store>, env: Env, paths: Paths) -> Self {
-        Self { store, env, paths, by_directory: Mutex::default(), models: Arc::new(ModelsSource::default()) }
+    /// Instances over `store` whose catalogs are `models` with each directory's configuration applied.
+    pub fn new(store: Arc<Store>, env: Env, paths: Paths, models: LazyCatalog) -> Self {
+        Self { store, env, paths, by_directory: Mutex::default(), models }
     }
 
     /// The instance for `directory` (which must be absolute). Blocking on first use of a directory.
@@ -136,7 +139,7 @@ impl Instances {
             config: Mutex::default(),
             catalog: Mutex::default(),
             provider_cache: ProviderCache::default(),
-            models: Arc::clone(&self.models),
+            models: self.models.clone(),
         });
         let mut map = self.by_directory.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(Arc::clone(map.entry(directory.to_path_buf()).or_insert(instance)))
@@ -202,30 +205,6 @@ fn project_id_of_worktree(worktree: &Path) -> String {
 
 fn catalog_error(err: String) -> ApiError {
     ApiError::Internal(format!("cannot load the model catalog: {err}"))
-}
-
-/// The catalog before configuration, read once per server (file, cache or bundled snapshot; never the
-/// network).
-#[derive(Default)]
-struct ModelsSource {
-    base: OnceLock<Result<Arc<Catalog>, String>>,
-}
-
-impl ModelsSource {
-    fn get(&self, paths: &Paths, env: &Env) -> Result<Arc<Catalog>, String> {
-        self.base
-            .get_or_init(|| {
-                opencode_catalog::source::load(paths, env)
-                    .map(|(catalog, _origin, problems)| {
-                        for problem in problems {
-                            tracing::warn!(%problem, "model catalog source skipped");
-                        }
-                        Arc::new(catalog)
-                    })
-                    .map_err(|err| err.to_string())
-            })
-            .clone()
-    }
 }
 
 /// The repository's first root commit (OpenCode's project id), if `worktree` is a git repository with

@@ -58,14 +58,15 @@ pub async fn run_server(options: ServerOptions, directory: PathBuf) -> Result<()
 pub async fn start_server(options: ServerOptions, env: Env, directory: PathBuf) -> Result<Server, ServeError> {
     let setup_env = env.clone();
     let setup_dir = directory.clone();
-    let (store, runtime, permissions, plugins, warnings) =
+    let (store, runtime, permissions, plugins, models, warnings) =
         tokio::task::spawn_blocking(move || setup(&setup_env, &setup_dir))
             .await
             .map_err(|err| ServeError::Setup { message: format!("set-up stopped: {err}"), hint: RETRY })??;
     start_plugins(&plugins);
     let driver = Arc::new(RuntimeDriver::new(runtime, permissions).with_plugins(plugins));
     let paths = env.paths();
-    let context = ServerContext::new(store, driver, env, paths, directory);
+    let mut context = ServerContext::new(store, driver, env, paths, directory);
+    context.models = models;
     let mut server = serve(options, context).await?;
     server.add_warnings(warnings);
     Ok(server)
@@ -137,7 +138,7 @@ fn start_plugins(plugins: &Plugins) {
 
 const RETRY: &str = "retry; if it persists, report it with the log";
 
-type Setup = (Arc<Store>, SessionRuntime, Arc<Permissions>, Plugins, Vec<String>);
+type Setup = (Arc<Store>, SessionRuntime, Arc<Permissions>, Plugins, LazyCatalog, Vec<String>);
 
 /// Opens the store, loads configuration and catalog, and builds the runtime (blocking).
 fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
@@ -153,26 +154,21 @@ fn setup(env: &Env, directory: &Path) -> Result<Setup, ServeError> {
     let loaded = opencode_config::load(&load);
     let warnings: Vec<String> = loaded.errors.iter().map(|err| format!("{err} (skipped; {})", err.hint())).collect();
     let config = Arc::new(loaded.config);
-    let catalog = start_catalog(paths.clone(), env.clone(), Arc::clone(&config));
+    let models = LazyCatalog::from_sources(paths.clone(), env.clone());
+    let catalog = start_catalog(models.clone(), Arc::clone(&config));
     let llm = LlmClient::new();
     let store = Arc::new(store);
     let permissions = store_permissions(Arc::clone(&store));
     let plugins = Plugins::discover(env, &config, directory, false);
     let runtime =
         build_runtime(Arc::clone(&store), llm, catalog, config, paths, env.clone(), Arc::clone(&permissions), &plugins);
-    Ok((store, runtime, permissions, plugins, warnings))
+    Ok((store, runtime, permissions, plugins, models, warnings))
 }
 
-/// The start directory's catalog, decoded by the first prompt that needs a model: an idle server
-/// never holds it. Sources that fail to parse are skipped and logged then.
-fn start_catalog(paths: Paths, env: Env, config: Arc<Config>) -> LazyCatalog {
-    LazyCatalog::new(move || {
-        let (catalog, _origin, problems) = opencode_catalog::source::load(&paths, &env)?;
-        for problem in problems {
-            tracing::warn!(%problem, "model catalog source skipped");
-        }
-        catalog.with_config(&config)
-    })
+/// The start directory's catalog: `models` (shared with the HTTP routes) with its configuration
+/// applied, built by the first prompt that needs a model, so an idle server never holds it.
+fn start_catalog(models: LazyCatalog, config: Arc<Config>) -> LazyCatalog {
+    LazyCatalog::new(move || models.get()?.as_ref().clone().with_config(&config))
 }
 
 async fn wait_for_signal() {

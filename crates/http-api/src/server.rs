@@ -154,7 +154,12 @@ fn router(
     let pty = PtyService::new(bus.clone());
     let state = AppState {
         inner: Arc::new(Shared {
-            instances: Instances::new(Arc::clone(&context.store), context.env.clone(), context.paths.clone()),
+            instances: Instances::new(
+                Arc::clone(&context.store),
+                context.env.clone(),
+                context.paths.clone(),
+                context.models,
+            ),
             store: context.store,
             driver: context.driver,
             bus,

@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::instance::Instances;
 use crate::options::ServerOptions;
 use crate::pty::PtyService;
+use opencode_catalog::LazyCatalog;
 
 /// What the server is built from; the caller owns the store and the runtime.
 pub struct ServerContext {
@@ -30,12 +31,16 @@ pub struct ServerContext {
     /// this off when the driver owns it ([`SessionDriver::forwards_durable_events`]), as the session
     /// runtime does; the server then publishes the durable events the driver forwards.
     pub install_store_hook: bool,
+    /// The catalog before configuration, read on first use; share it with the runtime so that the
+    /// bundled snapshot is decoded once per process.
+    pub models: LazyCatalog,
 }
 
 impl ServerContext {
     pub fn new(store: Arc<Store>, driver: Arc<dyn SessionDriver>, env: Env, paths: Paths, directory: PathBuf) -> Self {
         let install_store_hook = !driver.forwards_durable_events();
-        Self { store, driver, env, paths, directory, install_store_hook }
+        let models = LazyCatalog::from_sources(paths.clone(), env.clone());
+        Self { store, driver, env, paths, directory, install_store_hook, models }
     }
 }
 
