@@ -7,10 +7,6 @@ use opencode_config::Config;
 use opencode_config::Paths;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::PromptRequest;
-use opencode_session_runtime::RegistryTools;
-use opencode_session_runtime::RuntimeOptions;
-use opencode_session_runtime::SessionRuntime;
-use opencode_session_runtime::StandardLocations;
 use opencode_session_store::NewSession;
 use opencode_tool_registry::Permissions;
 use pretty_assertions::assert_eq;
@@ -35,20 +31,7 @@ async fn the_registry_tools_read_and_edit_files_in_the_project() {
     .unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
-    let (tool_config, tool_paths) = (config.clone(), paths.clone());
-    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
-        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&permissions))?))
-    });
-    let runtime = SessionRuntime::builder(
-        Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
-        opencode_llm::LlmClient::new(),
-        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
-        Arc::new(config),
-        paths,
-    )
-    .locations(locations)
-    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-    .build();
+    let (runtime, _store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
     mock.push_all([
         tool_call("call_1", "read", json!({"filePath": "src/lib.rs"})),
@@ -88,21 +71,7 @@ async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_
     .unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
-    let (tool_config, tool_paths, tool_permissions) = (config.clone(), paths.clone(), Arc::clone(&permissions));
-    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
-        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?))
-    });
-    let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
-    let runtime = SessionRuntime::builder(
-        Arc::clone(&store),
-        opencode_llm::LlmClient::new(),
-        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
-        Arc::new(config),
-        paths,
-    )
-    .locations(locations)
-    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-    .build();
+    let (runtime, store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
     let new = NewSession { agent: Some("plan".into()), ..NewSession::default() };
     let session = runtime.create_session(project.path(), new).await.unwrap();
     // The user approves the switch when asked.
@@ -161,20 +130,7 @@ async fn a_config_agent_is_one_agent_for_the_provider_request_and_the_tool_permi
     .unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
-    let (tool_config, tool_paths) = (config.clone(), paths.clone());
-    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
-        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&permissions))?))
-    });
-    let runtime = SessionRuntime::builder(
-        Arc::new(opencode_session_store::Store::open(paths.database()).unwrap()),
-        opencode_llm::LlmClient::new(),
-        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
-        Arc::new(config),
-        paths,
-    )
-    .locations(locations)
-    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-    .build();
+    let (runtime, _store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
     mock.push_all([
         super::support::tool_calls(&[

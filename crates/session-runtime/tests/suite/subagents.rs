@@ -10,10 +10,7 @@ use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::MockResponse;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::PromptRequest;
-use opencode_session_runtime::RegistryTools;
-use opencode_session_runtime::RuntimeOptions;
 use opencode_session_runtime::SessionRuntime;
-use opencode_session_runtime::StandardLocations;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::NewSession;
 use opencode_session_store::PartKind;
@@ -62,21 +59,7 @@ pub(super) async fn env(extra: Value) -> Env {
     let config: Config = serde_json::from_value(config).unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
-    let (tool_config, tool_paths, tool_permissions) = (config.clone(), paths.clone(), Arc::clone(&permissions));
-    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
-        Ok(Arc::new(RegistryTools::standard(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?))
-    });
-    let store = Arc::new(Store::open(paths.database()).unwrap());
-    let runtime = SessionRuntime::builder(
-        Arc::clone(&store),
-        opencode_llm::LlmClient::new(),
-        Arc::new(opencode_catalog::Catalog::default().with_config(&config).unwrap()),
-        Arc::new(config),
-        paths,
-    )
-    .locations(locations)
-    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-    .build();
+    let (runtime, store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
     Env { mock, runtime, store, permissions, session, _dirs: (project, data) }
 }

@@ -160,3 +160,34 @@ pub fn history(store: &Store, session: &str) -> Vec<MessageWithParts> {
     let page = store.read(|r| r.messages(session, None, 1000)).unwrap();
     page.messages
 }
+
+/// A runtime over a fresh store under `paths` whose Locations get the standard registry tools, asking
+/// `permissions`; the catalog is `config`'s providers only and titles are off.
+pub fn runtime_with_standard_tools(
+    config: Config,
+    paths: Paths,
+    permissions: Arc<opencode_tool_registry::Permissions>,
+) -> (SessionRuntime, Arc<Store>) {
+    let (tool_config, tool_paths) = (config.clone(), paths.clone());
+    let locations = StandardLocations::new(&config, paths.clone(), Default::default()).with_tools(move |dir| {
+        let tools = opencode_session_runtime::RegistryTools::standard(
+            dir,
+            &tool_config,
+            &tool_paths,
+            Arc::clone(&permissions),
+        )?;
+        Ok(Arc::new(tools))
+    });
+    let store = Arc::new(Store::open(paths.database()).unwrap());
+    let runtime = SessionRuntime::builder(
+        Arc::clone(&store),
+        LlmClient::new(),
+        Arc::new(Catalog::default().with_config(&config).unwrap()),
+        Arc::new(config),
+        paths,
+    )
+    .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
+    .build();
+    (runtime, store)
+}
