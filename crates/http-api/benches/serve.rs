@@ -6,12 +6,12 @@
 //! 1. Start-up: `serve` called until `/global/health` has answered.
 //! 2. Create a session; list 200 sessions; prompt and wait for the reply; GET 200 messages.
 //! 3. Resident memory idle, and its growth over 100 prompt turns.
-//! 4. A prompt turn with 100 `/event` subscribers connected, against none: the readers inside the bench
-//!    process, then in a child process (as real clients are).
+//! 4. A prompt turn with 100 `/event` subscribers in a child process (as real clients are), against
+//!    the same session's turns just before.
 //! 5. Over the session runtime (`start_server`): prompt and wait against a local OpenAI-compatible mock
-//!    that streams each SSE frame as its own write, with `TCP_NODELAY` on the mock's sockets (without
-//!    and with 100 `/event` subscribers in a child process, each on a fresh session) and once without
-//!    (Nagle on, as in `../shared/bench/mock_openai.py`).
+//!    that streams each SSE frame as its own write, with `TCP_NODELAY` on the mock's sockets (no
+//!    subscribers, 100 `/event` subscribers in a child process, none again, on one session) and once
+//!    without (Nagle on, as in `../shared/bench/mock_openai.py`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,35 +95,29 @@ async fn run() {
     .await;
     println!("GET 200 messages (with parts): {}", ms(messages));
 
-    let mut subscribers = Vec::new();
-    for _ in 0..100 {
-        subscribers.push(subscribe(&http, &format!("{url}/event")).await);
-    }
-    let in_process = median(50, || async {
+    // The same session just before and with the readers, so history growth does not bias the pair.
+    let quiet = median(100, || async {
         post(&http, &turn_url, prompt.clone()).await;
     })
     .await;
-    println!("prompt and wait with 100 /event subscribers in this process: {}", ms(in_process));
-    for subscriber in subscribers {
-        subscriber.abort();
-    }
     let readers = spawn_readers(&url);
-    let separate = median(50, || async {
+    let busy = median(100, || async {
         post(&http, &turn_url, prompt.clone()).await;
     })
     .await;
-    println!("prompt and wait with 100 /event subscribers in another process: {}", ms(separate));
+    println!(
+        "prompt and wait, 100 /event subscribers in another process: {} (just before, none: {}; {})",
+        ms(busy),
+        ms(quiet),
+        change(quiet, busy)
+    );
     server.shutdown().await.unwrap();
     assert!(readers.wait_with_output().unwrap().status.success());
 
     println!();
     println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
-    for (nodelay, subscribers) in [(true, false), (true, true), (false, false)] {
-        let (turn, min) = runtime_turn(nodelay, subscribers).await;
-        let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
-        let readers = if subscribers { ", 100 /event subscribers in another process" } else { "" };
-        println!("prompt and wait, mock {label}{readers}: {} (min {})", ms(turn), ms(min));
-    }
+    runtime_turns(true).await;
+    runtime_turns(false).await;
 }
 
 /// The child process: 100 subscribers that read `url` until the server stops, on one thread (as
@@ -151,8 +145,11 @@ async fn subscribe(http: &reqwest::Client, url: &str) -> tokio::task::JoinHandle
     tokio::spawn(async move { while let Some(Ok(_)) = body.next().await {} })
 }
 
-/// Median and best of 50 synchronous prompt turns through `start_server` against a mock provider.
-async fn runtime_turn(nodelay: bool, subscribers: bool) -> (Duration, Duration) {
+/// Synchronous prompt turns through `start_server` against a mock provider, 100 per phase on one
+/// session. With `nodelay`, three phases: no subscribers, 100 `/event` subscribers in a child process,
+/// none again (the slowdown is against the mean of the two quiet phases, which brackets any drift as
+/// the history grows).
+async fn runtime_turns(nodelay: bool) {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("project");
     std::fs::create_dir_all(&dir).unwrap();
@@ -168,23 +165,39 @@ async fn runtime_turn(nodelay: bool, subscribers: bool) -> (Duration, Duration) 
     let options = ServerOptions { port: 0, ..ServerOptions::default() };
     let server = opencode_http_api::start_server(options, env, dir).await.unwrap();
     let (http, url) = (reqwest::Client::new(), server.url());
-    let readers = subscribers.then(|| spawn_readers(&url));
     let session = post(&http, &format!("{url}/session"), json!({})).await;
     let turn_url = format!("{url}/session/{}/message", session["id"].as_str().unwrap());
     let prompt = json!({ "parts": [{ "type": "text", "text": "hello" }] });
     post(&http, &turn_url, prompt.clone()).await;
-    let mut times = Vec::new();
-    for _ in 0..50 {
-        let start = Instant::now();
-        post(&http, &turn_url, prompt.clone()).await;
-        times.push(start.elapsed());
+    let turns = || async {
+        let mut times = Vec::new();
+        for _ in 0..100 {
+            let start = Instant::now();
+            post(&http, &turn_url, prompt.clone()).await;
+            times.push(start.elapsed());
+        }
+        times.sort();
+        (times[times.len() / 2], times[0])
+    };
+    let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
+    let (quiet, min) = turns().await;
+    println!("prompt and wait, mock {label}: {} (min {})", ms(quiet), ms(min));
+    if nodelay {
+        let mut readers = spawn_readers(&url);
+        let (busy, busy_min) = turns().await;
+        readers.kill().unwrap();
+        readers.wait().unwrap();
+        let (after, _) = turns().await;
+        let bracket = (quiet + after) / 2;
+        println!(
+            "prompt and wait, mock {label}, 100 /event subscribers in another process: {} (min {}; none, after: {}; {} against the mean of none before and after)",
+            ms(busy),
+            ms(busy_min),
+            ms(after),
+            change(bracket, busy)
+        );
     }
-    times.sort();
     server.shutdown().await.unwrap();
-    if let Some(readers) = readers {
-        assert!(readers.wait_with_output().unwrap().status.success());
-    }
-    (times[times.len() / 2], times[0])
 }
 
 /// Starts the child process holding 100 subscribers of `{url}/event` and waits until all are connected.
@@ -262,6 +275,11 @@ async fn get(http: &reqwest::Client, url: &str) -> Value {
     let response = http.get(url).send().await.unwrap();
     assert!(response.status().is_success(), "{url}: {}", response.status());
     response.json().await.unwrap()
+}
+
+/// `+12%`: how much slower `then` is than `before`.
+fn change(before: Duration, then: Duration) -> String {
+    format!("{:+.0}%", (then.as_secs_f64() / before.as_secs_f64() - 1.0) * 100.0)
 }
 
 fn ms(d: Duration) -> String {

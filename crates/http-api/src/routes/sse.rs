@@ -95,10 +95,11 @@ fn sse(stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -
 }
 
 /// After the first event of a burst, how long a stream waits for the rest before writing them as one
-/// chunk. A turn publishes a dozen events within a millisecond or two: one write per subscriber per
-/// burst instead of per event keeps 100 subscribers from slowing the turn (docs/BENCHMARKS.md), and
-/// the delay is far below what a client can show (OpenCode's TUI renders events in 16 ms batches).
-const COALESCE: Duration = Duration::from_millis(3);
+/// chunk. Each write costs a syscall per subscriber and a wake-up in each reader, so the window is what
+/// keeps 100 subscribers from slowing a turn: at 3 ms a runtime turn still took two or three writes
+/// per subscriber (+24%); at 16 ms a whole turn is one (+1 to +7%, docs/BENCHMARKS.md). 16 ms is one
+/// frame at 60 Hz, the rate OpenCode's TUI renders its event batches at, so clients show no later.
+const COALESCE: Duration = Duration::from_millis(16);
 /// Events gathered into one chunk at most (bounds a chunk when a stream catches up).
 const CHUNK_EVENTS: usize = 256;
 
