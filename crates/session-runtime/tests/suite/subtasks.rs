@@ -191,3 +191,32 @@ async fn interrupting_a_running_subtask_settles_it_as_interrupted_without_a_summ
     assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
     assert_eq!(e.mock.requests().len(), 1, "the model was not asked after the interrupt");
 }
+
+#[tokio::test]
+async fn a_long_subtask_result_is_bounded_like_any_tool_output_and_spilled_to_a_managed_file() {
+    let e = env(json!({"tool_output": {"max_lines": 20, "max_bytes": 4096}})).await;
+    let answer: String = (1..=200).map(|n| format!("finding {n}\n")).collect();
+    e.mock.push_all([text(&answer), text("Summarised.")]);
+    let result = e.runtime.run(request(&e.session.id, subtask("reviewer", Some("review")))).await.unwrap();
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+
+    let child = children(&e.store, &e.session.id).remove(0);
+    let messages = history(&e.store, &e.session.id);
+    let PartKind::Tool { state: ToolState::Completed { output, metadata, .. }, .. } = &messages[1].parts[0].kind else {
+        panic!("a completed task part expected: {:?}", messages[1].parts)
+    };
+    // The registry's bounding: head and tail kept around the marker naming the managed file.
+    assert!(output.starts_with(&format!("<task id=\"{}\" state=\"completed\">", child.id)), "{output}");
+    assert!(output.ends_with("</task_result>\n</task>"), "{output}");
+    assert!(output.contains("output truncated") && !output.contains("finding 100\n"), "{output}");
+    assert!(output.len() <= 4096 && output.lines().count() <= 20, "{output}");
+    let path = metadata["outputPath"].as_str().expect("the managed file is recorded");
+    assert!(output.contains(path), "the preview names the file: {output}");
+    let full = std::fs::read_to_string(path).unwrap();
+    assert!(full.contains("finding 100\n") && full.ends_with("</task>"), "the file keeps everything");
+    assert_eq!(metadata["sessionId"], json!(child.id), "the task's metadata survives bounding");
+
+    // The model summarised the bounded text, not the whole answer.
+    let parent_request = e.mock.requests()[1].body_json().unwrap().to_string();
+    assert!(parent_request.contains("output truncated") && !parent_request.contains("finding 100\\n"));
+}
