@@ -283,10 +283,15 @@ impl Runner {
                 }
             }
             // Delegated by the user: run before the model answers (it then sees the results).
-            for subtask in subtasks {
+            let mut subtasks = subtasks.into_iter();
+            while let Some(subtask) = subtasks.next() {
                 if !crate::subtask::execute(&self.inner, &session, location.tools.as_ref(), subtask, &self.cancel)
                     .await?
                 {
+                    // Those promoted with it never start: their running parts settle as interrupted.
+                    for rest in subtasks {
+                        crate::subtask::abandon(&self.inner, &session, rest).await?;
+                    }
                     return Err(Stop::Interrupted);
                 }
             }

@@ -206,6 +206,13 @@ pub(crate) async fn execute(
     Ok(!interrupted)
 }
 
+/// Settles a promoted subtask that will not run (the drain was interrupted before it started) as
+/// interrupted, as an interrupted call is.
+pub(crate) async fn abandon(inner: &Arc<Inner>, session: &Session, promoted: Promoted) -> Result<()> {
+    let Promoted { message, call, part, .. } = promoted;
+    settle(inner, session, message, settled_part(part, &call, ToolResult::interrupted()), true, None).await
+}
+
 /// The `task` call's result, as the `task` tool reports it.
 fn tool_result(outcome: std::result::Result<SubagentResult, ToolError>, title: String) -> ToolResult {
     match outcome {
