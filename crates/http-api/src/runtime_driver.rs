@@ -1,11 +1,11 @@
 //! [`RuntimeDriver`]: the [`SessionDriver`] over the session runtime. Prompts are admitted durably
 //! through [`SessionRuntime::prompt`]; a synchronous prompt then waits for the session's drain and
-//! answers with the assistant message that replied to it. The runtime's event bus is mapped onto
-//! OpenCode's event types: durable events pass through unchanged (the runtime owns the store's event
-//! hook and forwards them in commit order), text and reasoning deltas become `message.part.delta`,
-//! status changes `session.status` (plus `session.idle`), a finished compaction `session.compacted`.
-//! Permission replies stored by the HTTP routes are handed to the [`Permissions`] the runtime's tools
-//! wait on.
+//! answers with the last assistant message of the turns that prompt started. The runtime's event
+//! bus is mapped onto OpenCode's event types: durable events pass through unchanged (the runtime
+//! owns the store's event hook and forwards them in commit order), text and reasoning deltas become
+//! `message.part.delta`, status changes `session.status` (plus `session.idle`), a finished
+//! compaction `session.compacted`. Permission replies stored by the HTTP routes are handed to the
+//! [`Permissions`] the runtime's tools wait on.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -467,9 +467,11 @@ fn subtask_prompt(part: &crate::driver::SubtaskPartInput) -> SubtaskPrompt {
     }
 }
 
-/// The newest assistant message answering prompt `input`: one whose parent it is, else the newest
-/// assistant message after it (when several prompts were promoted at one boundary, replies name the
-/// last of them). `None` when nothing answered it.
+/// The reply to prompt `input`: the last assistant message of the turns it started (OpenCode
+/// answers with the loop's last assistant message). Those turns run until the next admitted prompt
+/// that came after an answer: synthetic user messages (a subtask's summary request, a plan-mode
+/// switch, a compaction checkpoint) continue the same loop, and prompts promoted at one boundary
+/// share one reply. Compaction summaries are never the reply. `None` when nothing answered it.
 fn find_reply(
     store: &opencode_session_store::Store,
     session_id: &str,
@@ -477,14 +479,22 @@ fn find_reply(
 ) -> Result<Option<MessageWithParts>, StoreError> {
     store.read(|r| {
         let mut before = None;
-        let mut newest_after = None;
+        // Walking back: the newest reply of the turns seen since the last admitted prompt, and
+        // whether such a prompt was just passed (an older answer then starts another prompt's turns).
+        let mut reply: Option<MessageWithParts> = None;
+        let mut passed_prompt = false;
         loop {
             let page = r.messages(session_id, before, REPLY_PAGE)?;
             for message in page.messages.into_iter().rev() {
                 match &message.info {
-                    MessageInfo::Assistant(assistant) if assistant.parent_id == input => return Ok(Some(message)),
-                    MessageInfo::Assistant(_) if newest_after.is_none() => newest_after = Some(message),
-                    MessageInfo::User(user) if user.id == input => return Ok(newest_after),
+                    MessageInfo::Assistant(assistant)
+                        if assistant.summary != Some(true) && (passed_prompt || reply.is_none()) =>
+                    {
+                        reply = Some(message);
+                        passed_prompt = false;
+                    }
+                    MessageInfo::User(user) if user.id == input => return Ok(reply),
+                    MessageInfo::User(user) if r.input(&user.id)?.is_some() => passed_prompt = true,
                     _ => {}
                 }
             }

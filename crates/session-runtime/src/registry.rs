@@ -25,9 +25,11 @@ use opencode_tool_registry::Lsp;
 use opencode_tool_registry::NoProgress;
 use opencode_tool_registry::OutputStore;
 use opencode_tool_registry::Permissions;
+use opencode_tool_registry::Settlement;
 use opencode_tool_registry::SettlementStatus;
 use opencode_tool_registry::ToolCall;
 use opencode_tool_registry::ToolContext;
+use opencode_tool_registry::ToolOutput;
 use opencode_tool_registry::ToolRegistry;
 use opencode_tool_registry::tools::EnvOverlay;
 use opencode_tool_registry::tools::NoEnv;
@@ -172,18 +174,30 @@ impl ToolHost for RegistryTools {
             };
             let call = ToolCall { call_id: call.call_id.clone(), name: call.name.clone(), input: call.input.clone() };
             match self.registry.execute(&call, &context).await {
-                Ok(settlement) => ToolResult {
-                    status: match settlement.status {
-                        SettlementStatus::Completed => ToolStatus::Completed,
-                        SettlementStatus::Error => ToolStatus::Error,
-                        SettlementStatus::Interrupted => ToolStatus::Interrupted,
-                    },
-                    title: settlement.title,
-                    output: settlement.text,
-                    metadata: settlement.metadata,
-                    managed_path: settlement.managed_path,
-                },
+                Ok(settlement) => tool_result(settlement),
                 Err(err) => ToolResult::error(err.to_string()),
+            }
+        })
+    }
+
+    fn bound_output<'a>(&'a self, call: &'a ToolInvocation, result: ToolResult) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match result.status {
+                // The registry's settlement of a successful output: bounded, the rest spilled to a
+                // managed tool-output file.
+                ToolStatus::Completed => {
+                    let call =
+                        ToolCall { call_id: call.call_id.clone(), name: call.name.clone(), input: call.input.clone() };
+                    let ToolResult { title, output, metadata, managed_path, .. } = result;
+                    let output = ToolOutput { title, text: output, metadata, managed_path, ..ToolOutput::default() };
+                    tool_result(self.registry.settle(&call, output).await)
+                }
+                // As the registry bounds a failure's text.
+                ToolStatus::Error => {
+                    let bounded = self.registry.output().bound(&result.output);
+                    ToolResult { output: bounded.text, managed_path: bounded.managed_path, ..result }
+                }
+                ToolStatus::Interrupted => result,
             }
         })
     }
@@ -204,5 +218,20 @@ impl ToolHost for RegistryTools {
             Some(mcp) => Ok(vec![mcp.register_context(context)?]),
             None => Ok(Vec::new()),
         }
+    }
+}
+
+/// The runner's view of a registry settlement.
+fn tool_result(settlement: Settlement) -> ToolResult {
+    ToolResult {
+        status: match settlement.status {
+            SettlementStatus::Completed => ToolStatus::Completed,
+            SettlementStatus::Error => ToolStatus::Error,
+            SettlementStatus::Interrupted => ToolStatus::Interrupted,
+        },
+        title: settlement.title,
+        output: settlement.text,
+        metadata: settlement.metadata,
+        managed_path: settlement.managed_path,
     }
 }

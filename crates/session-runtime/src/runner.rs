@@ -275,7 +275,7 @@ impl Runner {
                 // Before promotion: an unavailable baseline leaves the input pending and retryable.
                 self.prepare(&epochs, location).await?;
             }
-            let (promoted, subtasks) = self.promote(promotion, &agent, &model).await?;
+            let (promoted, subtasks) = self.promote(promotion, &agent, &model, &session.directory).await?;
             if promoted > 0 {
                 *step = 1;
                 if self.inner.options.titles {
@@ -283,8 +283,15 @@ impl Runner {
                 }
             }
             // Delegated by the user: run before the model answers (it then sees the results).
-            for subtask in subtasks {
-                if !crate::subtask::execute(&self.inner, &session, subtask, &self.cancel).await? {
+            let mut subtasks = subtasks.into_iter();
+            while let Some(subtask) = subtasks.next() {
+                if !crate::subtask::execute(&self.inner, &session, location.tools.as_ref(), subtask, &self.cancel)
+                    .await?
+                {
+                    // Those promoted with it never start: their running parts settle as interrupted.
+                    for rest in subtasks {
+                        crate::subtask::abandon(&self.inner, &session, rest).await?;
+                    }
                     return Err(Stop::Interrupted);
                 }
             }
@@ -570,12 +577,14 @@ impl Runner {
     }
 
     /// Promotes admitted input at this boundary; returns how many prompts became history and the
-    /// subtasks they carry.
+    /// subtasks they carry, whose running `task` parts are written in the same transaction (after
+    /// every promoted prompt, so that prompts promoted together still share one reply).
     async fn promote(
         &self,
         promotion: Promotion,
         agent: &Agent,
         model: &TurnModel,
+        directory: &str,
     ) -> Flow<(usize, Vec<crate::subtask::Promoted>)> {
         // `chat.message`: plugins settle the new messages' parts before they are written.
         let rewritten = match self.inner.hooks.as_ref().filter(|hooks| hooks.rewrites_messages()) {
@@ -584,7 +593,7 @@ impl Runner {
         };
         let store = Arc::clone(&self.inner.store);
         let session = self.session_id.clone();
-        let (agent, model) = (agent.name.clone(), model.reference());
+        let (agent, model, directory) = (agent.name.clone(), model.reference(), directory.to_owned());
         let promoted = blocking(move || {
             store.write(|tx| {
                 let cutoff = tx.reader().latest_seq(&session)?;
@@ -623,11 +632,14 @@ impl Runner {
                         kinds
                             .iter()
                             .filter_map(crate::subtask::SubtaskPrompt::from_part)
-                            .map(|subtask| crate::subtask::Promoted { user: user.clone(), subtask }),
+                            .map(|subtask| crate::subtask::Promoted::new(&directory, user.clone(), subtask)),
                     );
                     let parts = kinds.into_iter().map(|kind| new_part(&session, &input.id, kind)).collect();
                     tx.promote_input(&input.id, MessageInfo::User(user), parts)?;
                     promoted += 1;
+                }
+                for subtask in &subtasks {
+                    subtask.write(tx)?;
                 }
                 Ok((promoted, subtasks))
             })

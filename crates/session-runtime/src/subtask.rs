@@ -2,15 +2,17 @@
 //! part; what a `subtask: true` command, or a command whose agent is a subagent, sends).
 //!
 //! Admission stores the subtask with the prompt; promotion makes it the `subtask` part of the user
-//! message. Right after that promotion, before the boundary's provider turn, the runner executes it
-//! with the `task` machinery: an assistant message (parent = that user message) holding one `task`
-//! tool part, durably `running` before the child starts, whose child session runs the agent with its
-//! own permissions ([`crate::subagent::run_child`]); the part settles with the `<task …>` output as a
-//! model-issued call would. A subtask sent by a command then adds OpenCode's synthetic user message
-//! asking the model to summarise the result, and the loop continues with the session's own agent.
-//! The caller's `task` permission is not consulted (the user chose the agent), and any agent may run,
-//! primary ones included, as in OpenCode. A crash while it runs fails the part as interrupted like any
-//! tool call; it is never re-run.
+//! message and, in the same transaction, writes an assistant message (parent = that user message)
+//! holding one `running` `task` tool part. Right after, before the boundary's provider turn, the
+//! runner executes it with the `task` machinery: a child session runs the agent with its own
+//! permissions ([`crate::subagent::run_child`]); the part settles with the `<task …>` output bounded
+//! by the Location's tools ([`crate::ToolHost::bound_output`]: the registry's truncation and managed
+//! output file), as a model-issued call would. A subtask sent by a command then adds OpenCode's
+//! synthetic user message asking the model to summarise the result, and the loop continues with the
+//! session's own agent. The caller's `task` permission is not consulted (the user chose the agent),
+//! and any agent may run, primary ones included, as in OpenCode. A crash at any point after the
+//! promotion leaves the running part, which recovery fails as interrupted like any tool call; it is
+//! never re-run, and never lost.
 
 use std::sync::Arc;
 
@@ -18,11 +20,13 @@ use opencode_session_store::AssistantMessage;
 use opencode_session_store::AssistantTime;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessagePath;
+use opencode_session_store::Part;
 use opencode_session_store::PartKind;
 use opencode_session_store::Session;
 use opencode_session_store::Tokens;
 use opencode_session_store::ToolStartTime;
 use opencode_session_store::ToolState;
+use opencode_session_store::Tx;
 use opencode_session_store::UserMessage;
 use opencode_session_store::id;
 use opencode_session_store::id::IdKind;
@@ -46,6 +50,7 @@ use crate::runtime::Inner;
 use crate::runtime::ModelChoice;
 use crate::runtime::Settings;
 use crate::store::blocking;
+use crate::tools::ToolHost;
 use crate::tools::ToolInvocation;
 use crate::tools::ToolResult;
 use crate::tools::ToolStatus;
@@ -120,42 +125,54 @@ pub(crate) fn check(settings: &Settings, subtask: &SubtaskPrompt) -> Result<()> 
     Ok(())
 }
 
-/// A subtask promoted at this boundary, with the user message carrying it.
+/// A subtask promoted at this boundary: the user message carrying it, and the assistant message
+/// with the running `task` part that records its run.
 #[derive(Debug, Clone)]
 pub(crate) struct Promoted {
-    pub(crate) user: UserMessage,
-    pub(crate) subtask: SubtaskPrompt,
+    user: UserMessage,
+    subtask: SubtaskPrompt,
+    message: AssistantMessage,
+    call: ToolInvocation,
+    part: Part,
 }
 
-/// Runs one promoted subtask and settles its `task` part. Returns `false` when the drain was
-/// interrupted meanwhile (the part then settles as interrupted and no summary prompt is added).
+impl Promoted {
+    /// The run of `subtask`, carried by `user`, in a session at `directory`.
+    pub(crate) fn new(directory: &str, user: UserMessage, subtask: SubtaskPrompt) -> Self {
+        let message = assistant(directory, &user, &subtask.agent);
+        let call = ToolInvocation { call_id: id::ascending(IdKind::Part), name: "task".into(), input: subtask.input() };
+        let state = ToolState::Running {
+            input: call.input.clone(),
+            title: None,
+            metadata: None,
+            time: ToolStartTime { start: now_ms() },
+        };
+        let kind = PartKind::Tool { call_id: call.call_id.clone(), tool: call.name.clone(), state, metadata: None };
+        let part = new_part(&user.session_id, &message.id, kind);
+        Self { user, subtask, message, call, part }
+    }
+
+    /// Writes the assistant message and its running `task` part. Called in the transaction that
+    /// promotes the prompt: from then on a crash leaves a running call, which recovery fails as
+    /// interrupted (never re-run); the subtask is never promoted without a trace.
+    pub(crate) fn write(&self, tx: &mut Tx<'_>) -> opencode_session_store::Result<()> {
+        tx.append_message(&MessageInfo::Assistant(self.message.clone()))?;
+        tx.upsert_part(&self.part)
+    }
+}
+
+/// Runs one promoted subtask (its running part already written with the promotion) and settles
+/// its `task` part, its output bounded by the Location's `tools` as any call's is. Returns `false`
+/// when the drain was interrupted meanwhile (the part then settles as interrupted and no summary
+/// prompt is added).
 pub(crate) async fn execute(
     inner: &Arc<Inner>,
     session: &Session,
+    tools: &dyn ToolHost,
     promoted: Promoted,
     cancel: &CancellationToken,
 ) -> Result<bool> {
-    let Promoted { user, subtask } = promoted;
-    let message = assistant(session, &user, &subtask.agent);
-    let mut call = ToolInvocation { call_id: id::ascending(IdKind::Part), name: "task".into(), input: subtask.input() };
-    let state = ToolState::Running {
-        input: call.input.clone(),
-        title: None,
-        metadata: None,
-        time: ToolStartTime { start: now_ms() },
-    };
-    let kind = PartKind::Tool { call_id: call.call_id.clone(), tool: call.name.clone(), state, metadata: None };
-    let part = new_part(&session.id, &message.id, kind);
-    let (store, info, running) = (Arc::clone(&inner.store), MessageInfo::Assistant(message.clone()), part.clone());
-    // Durably running before the child starts: a crash fails it, never re-runs it.
-    blocking(move || {
-        store.write(|tx| {
-            tx.append_message(&info)?;
-            tx.upsert_part(&running)
-        })
-    })
-    .await?;
-
+    let Promoted { user, subtask, message, mut call, part } = promoted;
     let turn = TurnInfo {
         session_id: session.id.clone(),
         message_id: message.id.clone(),
@@ -179,7 +196,7 @@ pub(crate) async fn execute(
     // Without a model of its own the child runs on the issuing message's: the user message's.
     let model = subtask.model.clone();
     let outcome = crate::subagent::run_child(Arc::clone(inner), request, &message.id, model, cancel).await;
-    let mut result = tool_result(outcome, title);
+    let mut result = tools.bound_output(&call, tool_result(outcome, title)).await;
     if let Some(hooks) = &inner.hooks {
         hooks.tool_after(&turn, &call, &mut result).await;
     }
@@ -187,6 +204,13 @@ pub(crate) async fn execute(
     let summary = (!interrupted && subtask.command.is_some()).then_some(user);
     settle(inner, session, message, settled_part(part, &call, result), interrupted, summary).await?;
     Ok(!interrupted)
+}
+
+/// Settles a promoted subtask that will not run (the drain was interrupted before it started) as
+/// interrupted, as an interrupted call is.
+pub(crate) async fn abandon(inner: &Arc<Inner>, session: &Session, promoted: Promoted) -> Result<()> {
+    let Promoted { message, call, part, .. } = promoted;
+    settle(inner, session, message, settled_part(part, &call, ToolResult::interrupted()), true, None).await
 }
 
 /// The `task` call's result, as the `task` tool reports it.
@@ -208,10 +232,10 @@ fn tool_result(outcome: std::result::Result<SubagentResult, ToolError>, title: S
 
 /// The assistant message holding the subtask's `task` part: the subtask's agent, the user
 /// message's model (so the session's Context Epoch sees no model switch).
-fn assistant(session: &Session, user: &UserMessage, agent: &str) -> AssistantMessage {
+fn assistant(directory: &str, user: &UserMessage, agent: &str) -> AssistantMessage {
     AssistantMessage {
         id: id::ascending(IdKind::Message),
-        session_id: session.id.clone(),
+        session_id: user.session_id.clone(),
         time: AssistantTime { created: now_ms(), completed: None },
         error: None,
         parent_id: user.id.clone(),
@@ -219,7 +243,7 @@ fn assistant(session: &Session, user: &UserMessage, agent: &str) -> AssistantMes
         provider_id: user.model.provider_id.clone(),
         mode: agent.to_owned(),
         agent: agent.to_owned(),
-        path: MessagePath { cwd: session.directory.clone(), root: session.directory.clone() },
+        path: MessagePath { cwd: directory.to_owned(), root: directory.to_owned() },
         summary: None,
         cost: 0.0,
         tokens: Tokens::default(),
@@ -235,7 +259,7 @@ async fn settle(
     inner: &Arc<Inner>,
     session: &Session,
     mut message: AssistantMessage,
-    settled: opencode_session_store::Part,
+    settled: Part,
     interrupted: bool,
     summary_for: Option<UserMessage>,
 ) -> Result<()> {

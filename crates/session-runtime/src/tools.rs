@@ -93,6 +93,13 @@ pub trait ToolHost: Send + Sync {
     /// Runs one call and settles it; never fails (unknown tools and bad input settle as errors).
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult>;
 
+    /// Bounds the result of a call the runtime settled itself (a user's subtask runs the `task`
+    /// machinery without asking the tools), exactly as a call through [`ToolHost::execute`] is
+    /// bounded. The default keeps the head within the default limits (no managed output file).
+    fn bound_output<'a>(&'a self, _call: &'a ToolInvocation, result: ToolResult) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move { bound_result(result, ToolOutputConfig::default()) })
+    }
+
     /// Context Sources the tools bring with them (MCP servers' instructions), registered when the
     /// Location opens and kept alive with it.
     fn register_context(&self, _context: &SystemContextRegistry) -> crate::error::Result<Vec<Contribution>> {
@@ -165,6 +172,10 @@ impl ToolHost for FnTools {
         self.tools.values().map(|(definition, _)| definition.clone()).collect()
     }
 
+    fn bound_output<'a>(&'a self, _call: &'a ToolInvocation, result: ToolResult) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move { bound_result(result, self.limits) })
+    }
+
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let Some((_, handler)) = self.tools.get(&call.name) else {
@@ -185,6 +196,14 @@ impl ToolHost for FnTools {
             }
         })
     }
+}
+
+/// A settled result with its text bounded by `limits` (an interruption's text is fixed).
+fn bound_result(mut result: ToolResult, limits: ToolOutputConfig) -> ToolResult {
+    if result.status != ToolStatus::Interrupted {
+        result.output = bound(&result.output, limits);
+    }
+    result
 }
 
 /// Keeps the head of `text` within `limits` and says how much was cut.
@@ -211,5 +230,13 @@ mod tests {
         assert_eq!(bound("a\nb\nc\n", limits), "a\nb\n\n\n... 2 bytes truncated ...");
         let bytes = ToolOutputConfig { max_lines: 10, max_bytes: 3 };
         assert_eq!(bound("ab\ncd\n", bytes), "ab\n\n\n... 3 bytes truncated ...");
+    }
+
+    #[test]
+    fn a_settled_result_is_bounded_unless_it_was_interrupted() {
+        let limits = ToolOutputConfig { max_lines: 1, max_bytes: 5 };
+        let failed = bound_result(ToolResult::error("a\nb\n"), limits);
+        assert_eq!((failed.status, failed.output.as_str()), (ToolStatus::Error, "a\n\n\n... 2 bytes truncated ..."));
+        assert_eq!(bound_result(ToolResult::interrupted(), limits), ToolResult::interrupted());
     }
 }

@@ -16,6 +16,7 @@ mod plugins;
 mod projects;
 mod pty;
 mod reload;
+mod replies;
 mod runtime;
 mod sdk;
 mod sessions;

@@ -44,6 +44,16 @@ pub(super) async fn env(extra: Value) -> Env {
     let mock = MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
+    let config = config(&mock, extra);
+    let paths = Paths::under(data.path());
+    let permissions = Arc::new(Permissions::in_memory());
+    let (runtime, store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    Env { mock, runtime, store, permissions, session, _dirs: (project, data) }
+}
+
+/// [`env`]'s configuration.
+pub(super) fn config(mock: &MockProvider, extra: Value) -> Config {
     let limits = json!({"context": 200000, "output": 8000});
     let mut config = json!({
         "model": "mock/m",
@@ -56,12 +66,7 @@ pub(super) async fn env(extra: Value) -> Env {
     for (key, value) in extra.as_object().unwrap() {
         config[key] = value.clone();
     }
-    let config: Config = serde_json::from_value(config).unwrap();
-    let paths = Paths::under(data.path());
-    let permissions = Arc::new(Permissions::in_memory());
-    let (runtime, store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
-    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
-    Env { mock, runtime, store, permissions, session, _dirs: (project, data) }
+    serde_json::from_value(config).unwrap()
 }
 
 fn task(call: &str, subagent: &str, task_id: Option<&str>) -> MockResponse {

@@ -191,3 +191,123 @@ async fn interrupting_a_running_subtask_settles_it_as_interrupted_without_a_summ
     assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
     assert_eq!(e.mock.requests().len(), 1, "the model was not asked after the interrupt");
 }
+
+#[tokio::test]
+async fn a_long_subtask_result_is_bounded_like_any_tool_output_and_spilled_to_a_managed_file() {
+    let e = env(json!({"tool_output": {"max_lines": 20, "max_bytes": 4096}})).await;
+    let answer: String = (1..=200).map(|n| format!("finding {n}\n")).collect();
+    e.mock.push_all([text(&answer), text("Summarised.")]);
+    let result = e.runtime.run(request(&e.session.id, subtask("reviewer", Some("review")))).await.unwrap();
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+
+    let child = children(&e.store, &e.session.id).remove(0);
+    let messages = history(&e.store, &e.session.id);
+    let PartKind::Tool { state: ToolState::Completed { output, metadata, .. }, .. } = &messages[1].parts[0].kind else {
+        panic!("a completed task part expected: {:?}", messages[1].parts)
+    };
+    // The registry's bounding: head and tail kept around the marker naming the managed file.
+    assert!(output.starts_with(&format!("<task id=\"{}\" state=\"completed\">", child.id)), "{output}");
+    assert!(output.ends_with("</task_result>\n</task>"), "{output}");
+    assert!(output.contains("output truncated") && !output.contains("finding 100\n"), "{output}");
+    assert!(output.len() <= 4096 && output.lines().count() <= 20, "{output}");
+    let path = metadata["outputPath"].as_str().expect("the managed file is recorded");
+    assert!(output.contains(path), "the preview names the file: {output}");
+    let full = std::fs::read_to_string(path).unwrap();
+    assert!(full.contains("finding 100\n") && full.ends_with("</task>"), "the file keeps everything");
+    assert_eq!(metadata["sessionId"], json!(child.id), "the task's metadata survives bounding");
+
+    // The model summarised the bounded text, not the whole answer.
+    let parent_request = e.mock.requests()[1].body_json().unwrap().to_string();
+    assert!(parent_request.contains("output truncated") && !parent_request.contains("finding 100\\n"));
+}
+
+#[tokio::test]
+async fn a_subtask_cut_by_a_crash_is_failed_as_interrupted_on_restart_and_never_rerun() {
+    let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let paths = opencode_config::Paths::under(data.path());
+    let start = |paths: opencode_config::Paths| {
+        let permissions = std::sync::Arc::new(opencode_tool_registry::Permissions::in_memory());
+        super::support::runtime_with_standard_tools(super::subagents::config(&mock, json!({})), paths, permissions)
+    };
+    // The process that crashes runs on its own tokio runtime, shut down mid-subtask: none of its
+    // code runs after that point, as after a kill. The child's provider turn never answers.
+    let doomed = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let (runtime, _) = {
+        let _entered = doomed.enter();
+        start(paths.clone())
+    };
+    mock.push(opencode_mock_provider::MockResponse::new(200).header("content-type", "text/event-stream").then_stall());
+    let directory = project.path().to_owned();
+    let (session, admitted) = doomed
+        .spawn(async move {
+            let session = runtime.create_session(&directory, Default::default()).await.unwrap();
+            let admitted = runtime.prompt(request(&session.id, subtask("reviewer", Some("review")))).await.unwrap();
+            (session, admitted)
+        })
+        .await
+        .unwrap();
+    while mock.requests().is_empty() {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    doomed.shutdown_background();
+
+    // A new process over the same files; the user asks again.
+    let (runtime, store) = start(paths);
+    mock.push(text("The review was interrupted."));
+    let asked = runtime.run(PromptRequest::text(&session.id, "Did the review finish?")).await.unwrap();
+    assert_eq!(asked.outcome, DrainOutcome::Completed);
+
+    let messages = history(&store, &session.id);
+    let roles: Vec<&str> =
+        messages.iter().map(|m| if matches!(m.info, MessageInfo::User(_)) { "user" } else { "assistant" }).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "no summary prompt for a crashed subtask");
+    assert_eq!(messages[0].info.id(), admitted.input.id);
+    let MessageInfo::Assistant(task_message) = &messages[1].info else { panic!("assistant expected") };
+    assert_eq!(task_message.error.as_ref().map(|e| e.name.as_str()), Some("MessageAbortedError"));
+    let PartKind::Tool { tool, state: ToolState::Error { error, .. }, .. } = &messages[1].parts[0].kind else {
+        panic!("a failed task part expected: {:?}", messages[1].parts)
+    };
+    assert_eq!((tool.as_str(), error.as_str()), ("task", opencode_session_store::INTERRUPTED_TOOL_ERROR));
+
+    // The child ran once (the crashed turn), never again; the model saw the interrupted task.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let seen = transcript(requests[1].body_json().unwrap()["messages"].as_array().unwrap());
+    let tail: Vec<&str> = seen.iter().rev().take(3).rev().map(String::as_str).collect();
+    assert!(tail[0].starts_with("assistant: task("), "{tail:?}");
+    assert_eq!(tail[1..], ["tool: Tool execution interrupted", "user: Did the review finish?"]);
+}
+
+#[tokio::test]
+async fn interrupting_the_first_of_two_subtasks_promoted_together_settles_both_and_never_starts_the_second() {
+    let e = env(json!({})).await;
+    let mut asked = e.permissions.subscribe();
+    e.mock.push_all([tool_call("child_1", "bash", json!({"command": "echo never", "description": "wait"}))]);
+    let first = PromptRequest { admit_only: true, ..request(&e.session.id, subtask("reviewer", Some("review"))) };
+    e.runtime.prompt(first).await.unwrap();
+    e.runtime.prompt(request(&e.session.id, subtask("quiet", Some("check")))).await.unwrap();
+    loop {
+        if let PendingEvent::Asked(_) = asked.recv().await.unwrap() {
+            break;
+        }
+    }
+    assert!(e.runtime.interrupt(&e.session.id));
+    assert_eq!(e.runtime.wait_idle(&e.session.id).await, Some(DrainOutcome::Interrupted));
+
+    let messages = history(&e.store, &e.session.id);
+    let roles: Vec<&str> =
+        messages.iter().map(|m| if matches!(m.info, MessageInfo::User(_)) { "user" } else { "assistant" }).collect();
+    assert_eq!(roles, ["user", "user", "assistant", "assistant"], "both prompts, then both task messages");
+    for message in &messages[2..] {
+        let MessageInfo::Assistant(task_message) = &message.info else { panic!("assistant expected") };
+        assert!(task_message.error.is_some() && task_message.time.completed.is_some());
+        let PartKind::Tool { state: ToolState::Error { error, .. }, .. } = &message.parts[0].kind else {
+            panic!("an interrupted task part expected: {:?}", message.parts)
+        };
+        assert_eq!(error, opencode_session_store::INTERRUPTED_TOOL_ERROR);
+    }
+    assert_eq!(children(&e.store, &e.session.id).len(), 1, "the second subtask never started a child");
+    assert_eq!(e.mock.requests().len(), 1);
+}
