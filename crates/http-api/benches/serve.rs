@@ -7,11 +7,11 @@
 //! 2. Create a session; list 200 sessions; prompt and wait for the reply; GET 200 messages.
 //! 3. Resident memory idle, and its growth over 100 prompt turns.
 //! 4. A prompt turn with 100 `/event` subscribers in a child process (as real clients are), against
-//!    the same session's turns just before.
+//!    none, interleaved on one session.
 //! 5. Over the session runtime (`start_server`): prompt and wait against a local OpenAI-compatible mock
-//!    that streams each SSE frame as its own write, with `TCP_NODELAY` on the mock's sockets (no
-//!    subscribers, 100 `/event` subscribers in a child process, none again, on one session) and once
-//!    without (Nagle on, as in `../shared/bench/mock_openai.py`).
+//!    that streams each SSE frame as its own write, with `TCP_NODELAY` on the mock's sockets (then
+//!    also without and with 100 `/event` subscribers in a child process, interleaved) and once without
+//!    (Nagle on, as in `../shared/bench/mock_openai.py`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,24 +95,19 @@ async fn run() {
     .await;
     println!("GET 200 messages (with parts): {}", ms(messages));
 
-    // The same session just before and with the readers, so history growth does not bias the pair.
-    let quiet = median(100, || async {
-        post(&http, &turn_url, prompt.clone()).await;
-    })
-    .await;
-    let readers = spawn_readers(&url);
-    let busy = median(100, || async {
+    let mut readers = Readers::spawn(&url);
+    let (quiet, busy) = alternate(&mut readers, || async {
         post(&http, &turn_url, prompt.clone()).await;
     })
     .await;
     println!(
-        "prompt and wait, 100 /event subscribers in another process: {} (just before, none: {}; {})",
+        "prompt and wait, 100 /event subscribers in another process: {} (interleaved without: {}; {})",
         ms(busy),
         ms(quiet),
         change(quiet, busy)
     );
     server.shutdown().await.unwrap();
-    assert!(readers.wait_with_output().unwrap().status.success());
+    readers.finish();
 
     println!();
     println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
@@ -120,21 +115,103 @@ async fn run() {
     runtime_turns(false).await;
 }
 
-/// The child process: 100 subscribers that read `url` until the server stops, on one thread (as
-/// clients in their own process would); prints `ready` once each has its first event.
+/// The child process, on one thread (as clients in their own process would): on each `open` line of
+/// stdin it opens 100 subscriptions to `url` and prints `ready` once each has its first event; on
+/// `close` it drops them and prints `closed`; it ends with stdin.
 fn read_events(url: &str) {
+    let (lines, mut commands) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::stdin().lock()) {
+            if lines.send(line.unwrap()).is_err() {
+                return;
+            }
+        }
+    });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         let http = reqwest::Client::new();
         let mut subscribers = Vec::new();
-        for _ in 0..100 {
-            subscribers.push(subscribe(&http, url).await);
-        }
-        println!("ready");
-        for subscriber in subscribers {
-            subscriber.await.unwrap();
+        while let Some(command) = commands.recv().await {
+            if command == "open" {
+                for _ in 0..100 {
+                    subscribers.push(subscribe(&http, url).await);
+                }
+                println!("ready");
+            } else {
+                subscribers.drain(..).for_each(|subscriber| subscriber.abort());
+                println!("closed");
+            }
         }
     });
+}
+
+/// The child process holding the `/event` subscribers of one server.
+struct Readers {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Readers {
+    fn spawn(url: &str) -> Self {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .env(READERS, format!("{url}/event"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    /// Sends `command` and waits for the child's `answer`.
+    fn ask(&mut self, command: &str, answer: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{command}").unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut self.stdout, &mut line).unwrap();
+        assert_eq!(line.trim(), answer);
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+/// Median turn without and with 100 subscribers: 10 rounds of 20 turns without, then 20 with, so
+/// that drift (the history grows, the machine's load changes) falls on both sides alike.
+async fn alternate<F, Fut>(readers: &mut Readers, mut turn: F) -> (Duration, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (mut quiet, mut busy) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        for (times, subscribed) in [(&mut quiet, false), (&mut busy, true)] {
+            if subscribed {
+                readers.ask("open", "ready");
+            }
+            for _ in 0..20 {
+                let start = Instant::now();
+                turn().await;
+                times.push(start.elapsed());
+            }
+            if subscribed {
+                readers.ask("close", "closed");
+                // An uncounted turn lets the server's streams find their sockets closed.
+                turn().await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    (middle(quiet), middle(busy))
+}
+
+fn middle(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
 }
 
 /// Opens an event stream, waits for its first event, and reads the rest in a task.
@@ -145,10 +222,9 @@ async fn subscribe(http: &reqwest::Client, url: &str) -> tokio::task::JoinHandle
     tokio::spawn(async move { while let Some(Ok(_)) = body.next().await {} })
 }
 
-/// Synchronous prompt turns through `start_server` against a mock provider, 100 per phase on one
-/// session. With `nodelay`, three phases: no subscribers, 100 `/event` subscribers in a child process,
-/// none again (the slowdown is against the mean of the two quiet phases, which brackets any drift as
-/// the history grows).
+/// Synchronous prompt turns through `start_server` against a mock provider on one session: 100, and
+/// with `nodelay` also 200 more interleaved with 200 that have 100 `/event` subscribers in a child
+/// process ([`alternate`]).
 async fn runtime_turns(nodelay: bool) {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("project");
@@ -169,49 +245,32 @@ async fn runtime_turns(nodelay: bool) {
     let turn_url = format!("{url}/session/{}/message", session["id"].as_str().unwrap());
     let prompt = json!({ "parts": [{ "type": "text", "text": "hello" }] });
     post(&http, &turn_url, prompt.clone()).await;
-    let turns = || async {
-        let mut times = Vec::new();
-        for _ in 0..100 {
-            let start = Instant::now();
-            post(&http, &turn_url, prompt.clone()).await;
-            times.push(start.elapsed());
-        }
-        times.sort();
-        (times[times.len() / 2], times[0])
-    };
-    let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
-    let (quiet, min) = turns().await;
-    println!("prompt and wait, mock {label}: {} (min {})", ms(quiet), ms(min));
-    if nodelay {
-        let mut readers = spawn_readers(&url);
-        let (busy, busy_min) = turns().await;
-        readers.kill().unwrap();
-        readers.wait().unwrap();
-        let (after, _) = turns().await;
-        let bracket = (quiet + after) / 2;
-        println!(
-            "prompt and wait, mock {label}, 100 /event subscribers in another process: {} (min {}; none, after: {}; {} against the mean of none before and after)",
-            ms(busy),
-            ms(busy_min),
-            ms(after),
-            change(bracket, busy)
-        );
+    let mut times = Vec::new();
+    for _ in 0..100 {
+        let start = Instant::now();
+        post(&http, &turn_url, prompt.clone()).await;
+        times.push(start.elapsed());
     }
-    server.shutdown().await.unwrap();
-}
-
-/// Starts the child process holding 100 subscribers of `{url}/event` and waits until all are connected.
-fn spawn_readers(url: &str) -> std::process::Child {
-    let mut readers = std::process::Command::new(std::env::current_exe().unwrap())
-        .env(READERS, format!("{url}/event"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    let stdout = readers.stdout.as_mut().unwrap();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut ready).unwrap();
-    assert_eq!(ready.trim(), "ready");
-    readers
+    let min = *times.iter().min().unwrap();
+    let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
+    println!("prompt and wait, mock {label}: {} (min {})", ms(middle(times)), ms(min));
+    if nodelay {
+        let mut readers = Readers::spawn(&url);
+        let (quiet, busy) = alternate(&mut readers, || async {
+            post(&http, &turn_url, prompt.clone()).await;
+        })
+        .await;
+        println!(
+            "prompt and wait, mock {label}, 100 /event subscribers in another process: {} (interleaved without: {}; {})",
+            ms(busy),
+            ms(quiet),
+            change(quiet, busy)
+        );
+        server.shutdown().await.unwrap();
+        readers.finish();
+    } else {
+        server.shutdown().await.unwrap();
+    }
 }
 
 /// An OpenAI-compatible chat mock on 127.0.0.1 that streams a four-delta text reply, yielding between

@@ -1,12 +1,15 @@
 //! The instance event bus behind `GET /event`: durable store events (through the store's after-commit
 //! hook) and the driver's live events are tagged with the directory of their session and broadcast, each
 //! serialised once as OpenCode's `{"id","type","properties"}`; subscribers keep what belongs to their
-//! instance directory.
+//! instance directory. Instance streams take them in bursts: one task gathers each burst over a short
+//! window and joins its frames once, so a subscriber wakes and writes once per burst, not per event.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
+use std::sync::Weak;
+use std::time::Duration;
 
 use bytes::Bytes;
 use opencode_session_store::Event;
@@ -17,6 +20,8 @@ use opencode_session_store::id::IdKind;
 use serde_json::Value;
 use serde_json::json;
 use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::mpsc;
 
 use crate::driver::LiveEvent;
@@ -43,6 +48,14 @@ pub struct Durable {
     pub json: String,
 }
 
+/// The events published within one gathering window, in order.
+#[derive(Debug)]
+pub struct Burst {
+    pub events: Vec<Arc<BusEvent>>,
+    /// Every event's frame, joined: what a subscriber that shows all of them writes, shared by all.
+    pub frames: Bytes,
+}
+
 /// Fan-out of events to SSE subscribers. Cheap to clone.
 #[derive(Clone)]
 pub struct EventBus {
@@ -51,6 +64,7 @@ pub struct EventBus {
 
 struct Inner {
     out: broadcast::Sender<Arc<BusEvent>>,
+    bursts: broadcast::Sender<Arc<Burst>>,
     pending: mpsc::UnboundedSender<Pending>,
     /// Session id -> directory, learnt from session events and store reads.
     directories: Mutex<HashMap<String, String>>,
@@ -64,14 +78,30 @@ struct Pending {
 
 /// Events a slow subscriber may fall behind by before it skips ahead.
 const CAPACITY: usize = 4096;
+/// Bursts a slow instance stream may fall behind by before it skips ahead.
+const BURST_CAPACITY: usize = 256;
+/// After the first event of a burst, how long the bus waits for the rest. Each burst costs every
+/// subscriber a wake-up and a socket write, and its reader a wake-up and a read: at 3 ms a runtime turn
+/// was two or three bursts and 100 subscribers slowed it by about a quarter; at 16 ms a turn is one
+/// burst (docs/BENCHMARKS.md). 16 ms is one frame at 60 Hz, the rate OpenCode's TUI renders its event
+/// batches at, so clients show nothing later.
+const GATHER: Duration = Duration::from_millis(16);
+/// Events in one burst at most (bounds a burst when the bus is flooded).
+const BURST_EVENTS: usize = 256;
 
 impl EventBus {
     /// A bus whose events are routed using `store` to find each session's directory. Must be called
     /// inside a tokio runtime (it spawns the router task).
     pub fn new(store: Arc<Store>) -> Self {
         let (pending, rx) = mpsc::unbounded_channel();
-        let inner = Arc::new(Inner { out: broadcast::channel(CAPACITY).0, pending, directories: Mutex::default() });
+        let inner = Arc::new(Inner {
+            out: broadcast::channel(CAPACITY).0,
+            bursts: broadcast::channel(BURST_CAPACITY).0,
+            pending,
+            directories: Mutex::default(),
+        });
         tokio::spawn(route(Arc::downgrade(&inner), rx, store));
+        tokio::spawn(gather(Arc::downgrade(&inner), inner.out.subscribe()));
         Self { inner }
     }
 
@@ -108,9 +138,14 @@ impl EventBus {
         let _no_subscribers = self.inner.out.send(Arc::new(encode(directory, kind, properties)));
     }
 
-    /// Receives every event published from now on.
+    /// Receives every event published from now on, one by one.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<BusEvent>> {
         self.inner.out.subscribe()
+    }
+
+    /// Receives every event published from now on, in bursts (for instance streams).
+    pub fn subscribe_bursts(&self) -> broadcast::Receiver<Arc<Burst>> {
+        self.inner.bursts.subscribe()
     }
 
     /// Remembers a session's directory (saves a store read when its events arrive).
@@ -159,6 +194,44 @@ async fn route(inner: std::sync::Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Pe
     }
 }
 
+/// Gathers the bus's events into bursts: from the first event of a burst it waits [`GATHER`], then
+/// takes what has arrived since. Events nobody subscribes to in bursts are not gathered.
+async fn gather(inner: Weak<Inner>, mut rx: broadcast::Receiver<Arc<BusEvent>>) {
+    loop {
+        let first = match rx.recv().await {
+            Ok(event) => event,
+            Err(RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "the event gatherer fell behind; events skipped");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        let subscribed = inner.upgrade().is_some_and(|inner| inner.bursts.receiver_count() > 0);
+        if !subscribed {
+            continue;
+        }
+        tokio::time::sleep(GATHER).await;
+        let mut events = vec![first];
+        while events.len() < BURST_EVENTS {
+            match rx.try_recv() {
+                Ok(event) => events.push(event),
+                Err(TryRecvError::Lagged(missed)) => tracing::warn!(missed, "the event gatherer fell behind"),
+                Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+            }
+        }
+        let frames = join(events.iter().map(|event| &event.frame));
+        let Some(inner) = inner.upgrade() else { return };
+        let _no_subscribers = inner.bursts.send(Arc::new(Burst { events, frames }));
+    }
+}
+
+/// Frames concatenated into one chunk.
+pub(crate) fn join<'a>(frames: impl Iterator<Item = &'a Bytes>) -> Bytes {
+    let mut chunk = bytes::BytesMut::new();
+    frames.for_each(|frame| chunk.extend_from_slice(frame));
+    chunk.freeze()
+}
+
 async fn directory_of(inner: &Inner, store: &Arc<Store>, pending: &Pending) -> Option<String> {
     let session_id = pending.properties.get("sessionID").and_then(Value::as_str)?.to_owned();
     if let Some(directory) = pending.properties.pointer("/info/directory").and_then(Value::as_str) {
@@ -181,4 +254,28 @@ async fn directory_of(inner: &Inner, store: &Arc<Store>, pending: &Pending) -> O
         inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id, directory.clone());
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly by design")]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn events_published_together_reach_a_subscriber_as_one_burst_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = EventBus::new(Arc::new(Store::open(dir.path().join("db")).unwrap()));
+        let mut bursts = bus.subscribe_bursts();
+        for kind in ["one", "two", "three"] {
+            bus.publish(Some("/a".to_owned()), kind, json!({}));
+        }
+        let burst = bursts.recv().await.unwrap();
+        let kinds: Vec<&str> = burst.events.iter().map(|event| event.kind.as_str()).collect();
+        assert_eq!(kinds, ["one", "two", "three"]);
+        let frames: Vec<u8> = burst.events.iter().flat_map(|event| event.frame.to_vec()).collect();
+        assert_eq!(burst.frames.as_ref(), frames.as_slice());
+        bus.publish(None, "later", json!({}));
+        assert_eq!(bursts.recv().await.unwrap().events[0].kind, "later");
+    }
 }

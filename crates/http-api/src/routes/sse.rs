@@ -15,18 +15,18 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use bytes::Bytes;
-use bytes::BytesMut;
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::watch;
 
 use super::Op;
+use crate::bus::Burst;
 use crate::bus::BusEvent;
 use crate::bus::encode;
+use crate::bus::join;
 use crate::error::ApiError;
 use crate::extract::Dir;
 use crate::extract::P;
@@ -56,12 +56,12 @@ const REPLAY_PAGE: usize = 500;
 
 async fn instance_events(State(s): State<AppState>, Dir(i): Dir) -> Response {
     // Subscribe before the body starts so that nothing published after this request is missed.
-    let rx = s.inner.bus.subscribe();
+    let rx = s.inner.bus.subscribe_bursts();
     sse(feed(rx, Some(i.directory_str()), s.inner.shutdown.clone()))
 }
 
 async fn global_events(State(s): State<AppState>) -> Response {
-    let rx = s.inner.bus.subscribe();
+    let rx = s.inner.bus.subscribe_bursts();
     sse(feed(rx, None, s.inner.shutdown.clone()))
 }
 
@@ -94,89 +94,61 @@ fn sse(stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -
     response
 }
 
-/// After the first event of a burst, how long a stream waits for the rest before writing them as one
-/// chunk. Each write costs a syscall per subscriber and a wake-up in each reader, so the window is what
-/// keeps 100 subscribers from slowing a turn: at 3 ms a runtime turn still took two or three writes
-/// per subscriber (+24%); at 16 ms a whole turn is one (+1 to +7%, docs/BENCHMARKS.md). 16 ms is one
-/// frame at 60 Hz, the rate OpenCode's TUI renders its event batches at, so clients show no later.
-const COALESCE: Duration = Duration::from_millis(16);
-/// Events gathered into one chunk at most (bounds a chunk when a stream catches up).
-const CHUNK_EVENTS: usize = 256;
-
 struct Feed {
-    rx: broadcast::Receiver<Arc<BusEvent>>,
+    rx: broadcast::Receiver<Arc<Burst>>,
     directory: Option<String>,
     shutdown: watch::Receiver<bool>,
     heartbeat: tokio::time::Interval,
     first: Option<Bytes>,
-    closed: bool,
 }
 
 /// `server.connected`, then every bus event for `directory` (all when `None`), with heartbeats. Each
-/// item is one chunk of pre-encoded frames: the events of one burst.
+/// item is one burst's frames.
 fn feed(
-    rx: broadcast::Receiver<Arc<BusEvent>>,
+    rx: broadcast::Receiver<Arc<Burst>>,
     directory: Option<String>,
     shutdown: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     let first = Some(encode(None, "server.connected", json!({})).frame);
-    let state = Feed { rx, directory, shutdown, heartbeat, first, closed: false };
+    let state = Feed { rx, directory, shutdown, heartbeat, first };
     futures_util::stream::unfold(state, |mut feed| async move {
         if let Some(first) = feed.first.take() {
             return Some((Ok(first), feed));
         }
         loop {
-            if feed.closed {
-                return None;
-            }
-            let event = tokio::select! {
+            let received = tokio::select! {
                 _ = feed.shutdown.wait_for(|stop| *stop) => return None,
                 _ = feed.heartbeat.tick() => None,
                 received = feed.rx.recv() => Some(received),
             };
-            let Some(event) = event else {
+            let Some(received) = received else {
                 return Some((Ok(encode(None, "server.heartbeat", json!({})).frame), feed));
             };
-            let mut chunk = BytesMut::new();
-            if !feed.take(event, &mut chunk) {
-                continue;
+            match received {
+                Ok(burst) => {
+                    if let Some(chunk) = feed.chunk(&burst) {
+                        return Some((Ok(chunk), feed));
+                    }
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "an event subscriber fell behind; bursts of events skipped");
+                }
+                Err(RecvError::Closed) => return None,
             }
-            // While this sleeps the stream is not waiting on the bus, so the rest of the burst costs
-            // no wake-ups; it is then drained at once.
-            tokio::time::sleep(COALESCE).await;
-            for _ in 1..CHUNK_EVENTS {
-                let received = match feed.rx.try_recv() {
-                    Ok(event) => Ok(event),
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
-                    Err(TryRecvError::Closed) => Err(RecvError::Closed),
-                };
-                feed.take(received, &mut chunk);
-            }
-            return Some((Ok(chunk.freeze()), feed));
         }
     })
 }
 
 impl Feed {
-    /// Adds a received event to `chunk` when this stream shows it; true when it did.
-    fn take(&mut self, received: Result<Arc<BusEvent>, RecvError>, chunk: &mut BytesMut) -> bool {
-        match received {
-            Ok(event) if visible(&event, self.directory.as_deref()) => {
-                chunk.extend_from_slice(&event.frame);
-                true
-            }
-            Ok(_) => false,
-            Err(RecvError::Lagged(missed)) => {
-                tracing::warn!(missed, "an event subscriber fell behind; events skipped");
-                false
-            }
-            Err(RecvError::Closed) => {
-                self.closed = true;
-                false
-            }
+    /// What this stream writes of `burst`: the shared frames when it shows every event.
+    fn chunk(&self, burst: &Burst) -> Option<Bytes> {
+        let directory = self.directory.as_deref();
+        if burst.events.iter().all(|event| visible(event, directory)) {
+            return Some(burst.frames.clone());
         }
+        let shown = burst.events.iter().filter(|event| visible(event, directory)).map(|event| &event.frame);
+        Some(join(shown)).filter(|chunk| !chunk.is_empty())
     }
 }
 
@@ -256,28 +228,43 @@ mod tests {
         Arc::new(encode(Some(directory.to_owned()), kind, json!({})))
     }
 
-    #[tokio::test]
-    async fn a_burst_of_events_is_one_chunk_of_frames_in_order_without_other_instances_events() {
-        let (tx, rx) = broadcast::channel(16);
-        let (_stop, shutdown) = watch::channel(false);
-        let mut stream = Box::pin(feed(rx, Some("/a".to_owned()), shutdown));
-        let connected = stream.next().await.unwrap().unwrap();
-        assert!(std::str::from_utf8(&connected).unwrap().contains("server.connected"));
-        for (directory, kind) in [("/a", "one"), ("/b", "elsewhere"), ("/a", "two"), ("/a", "three")] {
-            tx.send(event(directory, kind)).unwrap();
-        }
-        let chunk = stream.next().await.unwrap().unwrap();
-        let text = std::str::from_utf8(&chunk).unwrap();
-        let kinds: Vec<String> = text
+    fn burst(events: &[(&str, &str)]) -> Arc<Burst> {
+        let events: Vec<_> = events.iter().map(|(directory, kind)| event(directory, kind)).collect();
+        let frames = join(events.iter().map(|event| &event.frame));
+        Arc::new(Burst { events, frames })
+    }
+
+    fn kinds(chunk: &[u8]) -> Vec<String> {
+        std::str::from_utf8(chunk)
+            .unwrap()
             .split("\n\n")
             .filter(|frame| !frame.is_empty())
             .map(|frame| {
                 let data: serde_json::Value = serde_json::from_str(frame.strip_prefix("data: ").unwrap()).unwrap();
                 data["type"].as_str().unwrap().to_owned()
             })
-            .collect();
-        assert_eq!(kinds, ["one", "two", "three"]);
-        assert!(!text.contains("elsewhere"));
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_burst_is_one_chunk_in_order_without_other_instances_events_and_shared_when_all_are_shown() {
+        let (tx, rx) = broadcast::channel(16);
+        let (_stop, shutdown) = watch::channel(false);
+        let mut stream = Box::pin(feed(rx, Some("/a".to_owned()), shutdown));
+        let connected = stream.next().await.unwrap().unwrap();
+        assert_eq!(kinds(&connected), ["server.connected"]);
+
+        tx.send(burst(&[("/a", "one"), ("/b", "elsewhere"), ("/a", "two"), ("/a", "three")])).unwrap();
+        assert_eq!(kinds(&stream.next().await.unwrap().unwrap()), ["one", "two", "three"]);
+
+        // A burst with nothing for this instance writes nothing; one with only its events is the
+        // burst's own joined frames, not a copy.
+        tx.send(burst(&[("/b", "elsewhere")])).unwrap();
+        let mine = burst(&[("/a", "four"), ("/a", "five")]);
+        tx.send(Arc::clone(&mine)).unwrap();
+        let chunk = stream.next().await.unwrap().unwrap();
+        assert_eq!(kinds(&chunk), ["four", "five"]);
+        assert_eq!(chunk.as_ptr(), mine.frames.as_ptr());
     }
 
     #[tokio::test]
@@ -286,10 +273,9 @@ mod tests {
         let (_stop, shutdown) = watch::channel(false);
         let mut stream = Box::pin(feed(rx, None, shutdown));
         stream.next().await.unwrap().unwrap();
-        tx.send(event("/a", "last")).unwrap();
+        tx.send(burst(&[("/a", "last")])).unwrap();
         drop(tx);
-        let chunk = stream.next().await.unwrap().unwrap();
-        assert!(std::str::from_utf8(&chunk).unwrap().contains("\"last\""));
+        assert_eq!(kinds(&stream.next().await.unwrap().unwrap()), ["last"]);
         assert!(stream.next().await.is_none());
     }
 }
