@@ -16,6 +16,7 @@ mod share;
 mod shell;
 mod sse;
 mod v2;
+mod vcs;
 
 use axum::handler::Handler;
 use axum::routing::MethodFilter;
@@ -192,5 +193,6 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());
+    ops.extend(vcs::ops());
     ops
 }

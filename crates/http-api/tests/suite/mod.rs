@@ -19,6 +19,7 @@ mod reload;
 mod runtime;
 mod sdk;
 mod sessions;
+mod vcs;
 
 use std::path::Path;
 use std::path::PathBuf;
