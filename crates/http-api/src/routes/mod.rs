@@ -15,6 +15,7 @@ mod session;
 mod share;
 mod shell;
 mod sse;
+mod status;
 mod v2;
 mod vcs;
 
@@ -194,5 +195,6 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(sse::ops());
     ops.extend(v2::ops());
     ops.extend(vcs::ops());
+    ops.extend(status::ops());
     ops
 }

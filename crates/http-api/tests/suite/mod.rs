@@ -19,6 +19,7 @@ mod reload;
 mod runtime;
 mod sdk;
 mod sessions;
+mod status;
 mod vcs;
 
 use std::path::Path;
