@@ -6,6 +6,7 @@ mod command;
 mod config;
 mod files;
 mod global;
+mod part;
 mod permission;
 mod project;
 mod pty;
@@ -196,5 +197,6 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(v2::ops());
     ops.extend(vcs::ops());
     ops.extend(status::ops());
+    ops.extend(part::ops());
     ops
 }

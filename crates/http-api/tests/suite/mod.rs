@@ -12,6 +12,7 @@ mod files;
 mod find;
 mod fuzz;
 mod openapi;
+mod parts;
 mod plugins;
 mod projects;
 mod pty;
