@@ -9,6 +9,7 @@ mod global;
 mod part;
 mod permission;
 mod project;
+mod project_update;
 mod pty;
 mod question;
 mod search;
@@ -198,5 +199,6 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(vcs::ops());
     ops.extend(status::ops());
     ops.extend(part::ops());
+    ops.extend(project_update::ops());
     ops
 }

@@ -14,6 +14,7 @@ mod fuzz;
 mod openapi;
 mod parts;
 mod plugins;
+mod project_update;
 mod projects;
 mod pty;
 mod reload;
