@@ -18,6 +18,7 @@ mod share;
 mod shell;
 mod sse;
 mod status;
+mod tools;
 mod v2;
 mod vcs;
 
@@ -200,5 +201,6 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(status::ops());
     ops.extend(part::ops());
     ops.extend(project_update::ops());
+    ops.extend(tools::ops());
     ops
 }

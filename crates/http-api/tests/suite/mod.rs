@@ -22,6 +22,7 @@ mod runtime;
 mod sdk;
 mod sessions;
 mod status;
+mod tools;
 mod vcs;
 
 use std::path::Path;
