@@ -6,8 +6,10 @@ mod command;
 mod config;
 mod files;
 mod global;
+mod part;
 mod permission;
 mod project;
+mod project_update;
 mod pty;
 mod question;
 mod search;
@@ -15,7 +17,10 @@ mod session;
 mod share;
 mod shell;
 mod sse;
+mod status;
+mod tools;
 mod v2;
+mod vcs;
 
 use axum::handler::Handler;
 use axum::routing::MethodFilter;
@@ -192,5 +197,10 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());
+    ops.extend(vcs::ops());
+    ops.extend(status::ops());
+    ops.extend(part::ops());
+    ops.extend(project_update::ops());
+    ops.extend(tools::ops());
     ops
 }
