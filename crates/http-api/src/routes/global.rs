@@ -137,13 +137,21 @@ async fn projects(State(s): State<AppState>) -> Result<Json<Vec<Project>>, ApiEr
     s.read(|r| r.projects()).await.map(Json)
 }
 
-async fn current_project(Dir(i): Dir) -> Json<Project> {
-    Json(i.project.clone())
+async fn current_project(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Project>, ApiError> {
+    stored_project(&s, &i.project).await
 }
 
-async fn init_project(Dir(i): Dir) -> Json<Project> {
+async fn init_project(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Project>, ApiError> {
     // Resolving the instance registered the project in the store.
-    Json(i.project.clone())
+    stored_project(&s, &i.project).await
+}
+
+/// The instance's project as stored now: `PATCH /project/{id}` may have changed it since the instance
+/// was resolved.
+async fn stored_project(s: &AppState, resolved: &Project) -> Result<Json<Project>, ApiError> {
+    let id = resolved.id.clone();
+    let stored = s.read(move |r| r.project(&id)).await?;
+    Ok(Json(stored.unwrap_or_else(|| resolved.clone())))
 }
 
 async fn config(Dir(i): Dir) -> Result<Json<Value>, ApiError> {

@@ -1,10 +1,12 @@
 //! What an instance offers besides sessions, as OpenCode's clients ask for it at start-up:
-//! `GET /lsp` (running language servers), `GET /skill` (the skills found for the directory) and
-//! `GET /provider/auth` (how each provider can be connected).
+//! `GET /lsp` (running language servers), `GET /formatter` (formatters run after edits), `GET /skill`
+//! (the skills found for the directory) and `GET /provider/auth` (how each provider can be connected).
 //!
 //! - `/lsp` is always `[]`: OpenCode lists the language-server clients it has spawned, and none is
 //!   spawned before a file is touched. This server spawns none of its own; the clients the session
 //!   runtime's `lsp` tool may start (only with config `lsp` servers) are not visible here.
+//! - `/formatter` is always `[]`: edits are not formatted here. OpenCode lists its built-in formatters
+//!   with the ones it would run enabled; listing them would promise formatting this server never does.
 //! - `/skill` runs the tool registry's discovery: `{skill,skills}/**/SKILL.md` in the config
 //!   directories (the global one or `OPENCODE_CONFIG_DIR`, every `.opencode/` from the worktree down,
 //!   `~/.opencode`), then `.claude/skills` and `.agents/skills` from the directory up to the worktree
@@ -39,6 +41,8 @@ use crate::state::blocking;
 pub(super) fn ops() -> Vec<Op> {
     vec![
         Op::get("/lsp", "lsp.status", "Running language servers (none)", lsp_route).returns::<Vec<LspStatus>>(),
+        Op::get("/formatter", "formatter.status", "Formatters run after edits (none)", formatter_route)
+            .returns::<Vec<FormatterStatus>>(),
         Op::get("/skill", "app.skills", "Skills found for the instance directory", skills_route)
             .returns::<Vec<SkillInfo>>(),
         Op::get("/provider/auth", "provider.auth", "Auth methods per provider", provider_auth_route)
@@ -54,6 +58,14 @@ pub(crate) struct LspStatus {
     root: String,
     /// `connected` or `error`.
     status: String,
+}
+
+/// `FormatterStatus`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct FormatterStatus {
+    name: String,
+    extensions: Vec<String>,
+    enabled: bool,
 }
 
 /// One skill of `GET /skill`.
@@ -77,6 +89,10 @@ pub(crate) struct AuthMethod {
 }
 
 async fn lsp_route() -> Json<Vec<LspStatus>> {
+    Json(Vec::new())
+}
+
+async fn formatter_route() -> Json<Vec<FormatterStatus>> {
     Json(Vec::new())
 }
 

@@ -40,6 +40,8 @@ async fn a_project_update_merges_name_icon_and_commands_and_is_announced() {
     let (_, listed) = t.get("/project").await;
     let stored = listed.as_array().unwrap().iter().find(|p| p["id"] == id.as_str()).unwrap();
     assert_eq!(stored, &again);
+    let (_, current) = t.get(&format!("/project/current?{}", directory_query(&a))).await;
+    assert_eq!(current, again, "the instance's project is read from the store, not its start-up copy");
 
     assert_eq!(t.patch("/project/nope", json!({ "name": "x" })).await.0, 404);
     assert_eq!(t.patch(&format!("/project/{id}"), json!({ "color": "red" })).await.0, 400);

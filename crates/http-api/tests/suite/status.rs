@@ -1,4 +1,4 @@
-//! `/lsp`, `/skill` and `/provider/auth`.
+//! `/lsp`, `/formatter`, `/skill` and `/provider/auth`.
 
 use std::path::Path;
 
@@ -16,9 +16,10 @@ fn skill(dir: &Path, name: &str, description: &str) {
 }
 
 #[tokio::test]
-async fn no_language_server_runs() {
+async fn no_language_server_or_formatter_runs() {
     let t = start().await;
     assert_eq!(t.get("/lsp").await, (200, json!([])));
+    assert_eq!(t.get("/formatter").await, (200, json!([])));
 }
 
 #[tokio::test]
