@@ -129,7 +129,11 @@ async fn a_later_client_gets_the_replay_and_a_cursor_skips_it() {
     assert_eq!(from_end, "", "cursor -1 replays nothing");
     assert!(end >= cursor);
     let (_, from_cursor, _) = connect(&t, &id, &format!("?cursor={end}")).await;
-    assert_eq!(from_cursor, "", "a client that saw everything up to its cursor gets nothing again");
+    // Only output written after `end` may come (the shell can still be printing its prompt).
+    assert!(
+        !from_cursor.contains("replay"),
+        "a client that saw everything up to its cursor gets nothing again: {from_cursor:?}"
+    );
 
     // Input from the second client reaches the same shell; both see the output.
     let (mut second, _, _) = connect(&t, &id, "?cursor=-1").await;
