@@ -95,19 +95,9 @@ async fn run() {
     .await;
     println!("GET 200 messages (with parts): {}", ms(messages));
 
-    let mut readers = Readers::spawn(&url);
-    let (quiet, busy) = alternate(&mut readers, || async {
-        post(&http, &turn_url, prompt.clone()).await;
-    })
-    .await;
-    println!(
-        "prompt and wait, 100 /event subscribers in another process: {} (interleaved without: {}; {})",
-        ms(busy),
-        ms(quiet),
-        change(quiet, busy)
-    );
+    let subscribed = with_subscribers(&http, &url, &turn_url, &prompt).await;
+    println!("prompt and wait, 100 /event subscribers in another process: {subscribed}");
     server.shutdown().await.unwrap();
-    readers.finish();
 
     println!();
     println!("over the session runtime, against a local OpenAI-compatible mock (8 SSE frames, one write each)");
@@ -178,6 +168,18 @@ impl Readers {
         drop(self.stdin);
         assert!(self.child.wait().unwrap().success());
     }
+}
+
+/// Turns with 100 `/event` subscribers of `url` in a child process against none ([`alternate`]):
+/// "<with> (interleaved without: <without>; <change>)".
+async fn with_subscribers(http: &reqwest::Client, url: &str, turn_url: &str, prompt: &Value) -> String {
+    let mut readers = Readers::spawn(url);
+    let (quiet, busy) = alternate(&mut readers, || async {
+        post(http, turn_url, prompt.clone()).await;
+    })
+    .await;
+    readers.finish();
+    format!("{} (interleaved without: {}; {})", ms(busy), ms(quiet), change(quiet, busy))
 }
 
 /// Median turn without and with 100 subscribers: 10 rounds of 20 turns without, then 20 with, so
@@ -255,22 +257,10 @@ async fn runtime_turns(nodelay: bool) {
     let label = if nodelay { "with TCP_NODELAY" } else { "with Nagle (no TCP_NODELAY)" };
     println!("prompt and wait, mock {label}: {} (min {})", ms(middle(times)), ms(min));
     if nodelay {
-        let mut readers = Readers::spawn(&url);
-        let (quiet, busy) = alternate(&mut readers, || async {
-            post(&http, &turn_url, prompt.clone()).await;
-        })
-        .await;
-        println!(
-            "prompt and wait, mock {label}, 100 /event subscribers in another process: {} (interleaved without: {}; {})",
-            ms(busy),
-            ms(quiet),
-            change(quiet, busy)
-        );
-        server.shutdown().await.unwrap();
-        readers.finish();
-    } else {
-        server.shutdown().await.unwrap();
+        let subscribed = with_subscribers(&http, &url, &turn_url, &prompt).await;
+        println!("prompt and wait, mock {label}, 100 /event subscribers in another process: {subscribed}");
     }
+    server.shutdown().await.unwrap();
 }
 
 /// An OpenAI-compatible chat mock on 127.0.0.1 that streams a four-delta text reply, yielding between

@@ -33,6 +33,11 @@ fn subtask(agent: &str, command: Option<&str>) -> SubtaskPrompt {
     }
 }
 
+/// Waits until a permission is asked.
+async fn first_ask(asked: &mut tokio::sync::broadcast::Receiver<PendingEvent>) {
+    while !matches!(asked.recv().await.unwrap(), PendingEvent::Asked(_)) {}
+}
+
 fn request(session: &str, subtask: SubtaskPrompt) -> PromptRequest {
     PromptRequest { subtask: Some(subtask), ..PromptRequest::text(session, "") }
 }
@@ -175,11 +180,7 @@ async fn interrupting_a_running_subtask_settles_it_as_interrupted_without_a_summ
     e.mock.push_all([tool_call("child_1", "bash", json!({"command": "echo never", "description": "wait"}))]);
     e.runtime.prompt(request(&e.session.id, subtask("reviewer", Some("review")))).await.unwrap();
     // The child waits on its permission ask; nobody answers it.
-    loop {
-        if let PendingEvent::Asked(_) = asked.recv().await.unwrap() {
-            break;
-        }
-    }
+    first_ask(&mut asked).await;
     assert!(e.runtime.interrupt(&e.session.id));
     assert_eq!(e.runtime.wait_idle(&e.session.id).await, Some(DrainOutcome::Interrupted));
 
@@ -288,11 +289,7 @@ async fn interrupting_the_first_of_two_subtasks_promoted_together_settles_both_a
     let first = PromptRequest { admit_only: true, ..request(&e.session.id, subtask("reviewer", Some("review"))) };
     e.runtime.prompt(first).await.unwrap();
     e.runtime.prompt(request(&e.session.id, subtask("quiet", Some("check")))).await.unwrap();
-    loop {
-        if let PendingEvent::Asked(_) = asked.recv().await.unwrap() {
-            break;
-        }
-    }
+    first_ask(&mut asked).await;
     assert!(e.runtime.interrupt(&e.session.id));
     assert_eq!(e.runtime.wait_idle(&e.session.id).await, Some(DrainOutcome::Interrupted));
 
