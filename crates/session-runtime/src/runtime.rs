@@ -20,6 +20,7 @@ use opencode_config::CredentialRefresher;
 use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
+use opencode_mcp::McpManager;
 use opencode_session_store::Delivery;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
@@ -445,6 +446,15 @@ impl SessionRuntime {
     /// changed); returns each directory with what happened to it.
     pub fn reload_all(&self) -> Vec<(PathBuf, Reload)> {
         self.inner.reload_where(|_| true)
+    }
+
+    /// The MCP servers of `directory`'s Location (as sessions spell the directory), opening the
+    /// Location if needed; `None` when its tools have no MCP support. Servers added or
+    /// disconnected through it change the tools of that Location's next turns (not any config
+    /// file), until the Location is reloaded.
+    pub fn mcp(&self, directory: &Path) -> Result<Option<McpManager>> {
+        let location = self.inner.location(&directory.to_string_lossy())?;
+        Ok(location.tools.mcp())
     }
 
     /// The directories whose Location is open, each with whether a reload of it is waiting for its
