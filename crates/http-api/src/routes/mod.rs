@@ -6,6 +6,7 @@ mod command;
 mod config;
 mod files;
 mod global;
+mod mcp;
 mod permission;
 mod project;
 mod pty;
@@ -189,6 +190,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(question::ops());
     ops.extend(config::ops());
     ops.extend(auth::ops());
+    ops.extend(mcp::ops());
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());
