@@ -6,9 +6,11 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use opencode_session_runtime::mcp::McpEvent;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_store::Delivery;
 use opencode_session_store::Event;
@@ -66,6 +68,12 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// for it; `None` when the driver runs no MCP servers.
     fn mcp(&self, _directory: &Path) -> Result<Option<McpManager>, DriverError> {
         Ok(None)
+    }
+
+    /// The MCP events of every directory's servers (`mcp.tools.changed`, `mcp.browser.open.failed`),
+    /// each with its directory; `None` when the driver runs no MCP servers.
+    fn mcp_events(&self) -> Option<broadcast::Receiver<(PathBuf, McpEvent)>> {
+        None
     }
 
     /// Called when the server shuts down, before it stops accepting requests: stop active drains at a

@@ -15,6 +15,7 @@
 //!   `{error}` (`McpUnsupportedOAuthError`) for local servers and `oauth: false`.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::Json;
@@ -25,14 +26,17 @@ use axum::response::Response;
 use indexmap::IndexMap;
 use opencode_session_runtime::mcp::AuthStart;
 use opencode_session_runtime::mcp::McpError;
+use opencode_session_runtime::mcp::McpEvent;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_runtime::mcp::ServerStatus;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::Serialize;
 use serde_json::json;
+use tokio::sync::broadcast;
 
 use super::Op;
+use crate::bus::EventBus;
 use crate::error::ApiError;
 use crate::extract::Dir;
 use crate::extract::JsonBody;
@@ -286,6 +290,30 @@ async fn authenticate_route(
 ) -> Result<Json<McpStatus>, McpFailure> {
     let manager = known(&s, &i, &name).await?;
     Ok(Json(manager.authenticate(&name, AUTHENTICATE_TIMEOUT).await?.into()))
+}
+
+/// Publishes the MCP events of every directory on the bus, to that directory's `/event` streams:
+/// `mcp.tools.changed` `{server}` and `mcp.browser.open.failed` `{mcpName, url}`.
+pub(crate) async fn relay_mcp_events(mut events: broadcast::Receiver<(PathBuf, McpEvent)>, bus: EventBus) {
+    loop {
+        let (directory, event) = match events.recv().await {
+            Ok(received) => received,
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "MCP events were dropped");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let directory = Some(directory.to_string_lossy().into_owned());
+        match event {
+            McpEvent::ToolsChanged { server } => {
+                bus.publish(directory, "mcp.tools.changed", json!({ "server": server }))
+            }
+            McpEvent::BrowserOpenFailed { server, url } => {
+                bus.publish(directory, "mcp.browser.open.failed", json!({ "mcpName": server, "url": url }));
+            }
+        }
+    }
 }
 
 /// The instance's MCP servers (opening the runtime's Location reads configuration: off the async

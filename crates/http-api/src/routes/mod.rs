@@ -27,6 +27,8 @@ use serde_json::Value;
 
 use crate::state::AppState;
 
+pub(crate) use mcp::relay_mcp_events;
+
 /// What an operation returns, for the OpenAPI document.
 #[derive(Clone, Copy)]
 pub(crate) enum Returns {

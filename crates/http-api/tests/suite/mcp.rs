@@ -185,3 +185,53 @@ async fn code_from_redirect(url: &str) -> String {
 fn auth_file(t: &RuntimeServer) -> PathBuf {
     t.dir.parent().unwrap().join("home/.local/share/opencode/mcp-auth.json")
 }
+
+#[tokio::test]
+async fn tool_changes_are_announced_on_the_instance_event_stream() {
+    if !node() {
+        return;
+    }
+    let t = start_runtime(json!({})).await;
+    let mut events = t.events().await;
+    let (status, body) = t.post("/mcp", json!({"name": "extra", "config": scripted()})).await;
+    assert_eq!((status, &body["extra"]), (200, &json!({"status": "connected"})), "{body}");
+    assert_eq!(next_of(&mut events, "mcp.tools.changed").await, json!({"server": "extra"}));
+    assert_eq!(t.post("/mcp/extra/disconnect", json!({})).await, (200, json!(true)));
+    assert_eq!(next_of(&mut events, "mcp.tools.changed").await, json!({"server": "extra"}));
+}
+
+#[tokio::test]
+async fn authenticate_waits_for_the_loopback_callback_and_connects() {
+    if !node() {
+        return;
+    }
+    let mock = MockOAuth::start(true).await;
+    let docs = json!({"type": "remote", "url": mock.url(), "oauth": {"callbackPort": mock_oauth::free_port()}});
+    let t = start_runtime(json!({"mcp": {"docs": docs}})).await;
+    assert_eq!(t.get("/mcp").await.1["docs"], json!({"status": "needs_auth"}));
+    let mut events = t.events().await;
+    let request = t.http.post(t.at("/mcp/docs/auth/authenticate")).json(&json!({}));
+    let waiting = tokio::spawn(send(request));
+
+    // No browser is opened: the URL is announced, and the test plays the browser.
+    let announced = next_of(&mut events, "mcp.browser.open.failed").await;
+    assert_eq!(announced["mcpName"], "docs");
+    let url = announced["url"].as_str().unwrap();
+    assert!(url.starts_with(&format!("{}/tenant/authorize?", mock.base)), "{url}");
+    let page = reqwest::get(url).await.unwrap().text().await.unwrap();
+    assert!(page.contains("Authorization successful"), "{page}");
+
+    assert_eq!(waiting.await.unwrap(), (200, json!({"status": "connected"})));
+    assert_eq!(mock.state().verified_exchanges, 1);
+    assert_eq!(t.get("/mcp").await.1["docs"], json!({"status": "connected"}));
+}
+
+/// The `properties` of the next event of type `kind`.
+async fn next_of(events: &mut super::events::Events, kind: &str) -> Value {
+    loop {
+        let (_, event) = events.next().await;
+        if event["type"] == kind {
+            return event["properties"].clone();
+        }
+    }
+}
