@@ -31,7 +31,8 @@ impl McpManager {
     /// [`McpError::UnknownServer`] / [`McpError::OAuthUnsupported`] when it cannot apply.
     pub async fn start_auth(&self, name: &str) -> Result<AuthStart, McpError> {
         let (target, store) = self.oauth_target(name)?;
-        match oauth::start(&target, &store).await? {
+        let started = oauth::start(&target, &store).await;
+        match self.note_registration(name, started)? {
             Started::NotRequired => {
                 self.inner.forget_pending(name);
                 Ok(AuthStart { authorization_url: String::new(), oauth_state: String::new() })
@@ -66,12 +67,26 @@ impl McpManager {
         let (target, store) = self.oauth_target(name)?;
         self.inner.forget_pending(name);
         let events = self.inner.events.clone();
-        oauth::authorize(&target, &store, timeout, |url| {
+        let authorized = oauth::authorize(&target, &store, timeout, |url| {
             tracing::info!(server = %name, %url, "waiting for the MCP sign-in in a browser");
             let _receivers = events.send(McpEvent::BrowserOpenFailed { server: name.to_owned(), url: url.to_owned() });
         })
-        .await?;
-        self.connect(name).await
+        .await;
+        match self.note_registration(name, authorized) {
+            Ok(_) => self.connect(name).await,
+            Err(McpError::NeedsClientRegistration) => Ok(self.status(name).unwrap_or(ServerStatus::NeedsAuth)),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Passes `outcome` on; an authorization server without dynamic registration (and no
+    /// `clientId`) also becomes the server's status, `needs_client_registration`, as in OpenCode.
+    fn note_registration<T>(&self, name: &str, outcome: Result<T, McpError>) -> Result<T, McpError> {
+        if let Err(err @ McpError::NeedsClientRegistration) = &outcome {
+            let error = format!("{err}; {}", err.hint());
+            self.inner.set_status(name, ServerStatus::NeedsClientRegistration { error });
+        }
+        outcome
     }
 
     /// Removes server `name`'s stored OAuth credentials (and any sign-in in progress); `true` when

@@ -499,6 +499,11 @@ impl Inner {
         self.modify(&target.name, change)
     }
 
+    /// Sets server `name`'s status (a sign-in learnt something a connect cannot).
+    pub(crate) fn set_status(&self, name: &str, status: ServerStatus) {
+        self.modify(name, |server| server.status = status);
+    }
+
     fn tools_changed(&self, name: &str) {
         // Nobody listening is fine.
         let _receivers = self.events.send(McpEvent::ToolsChanged { server: name.to_owned() });

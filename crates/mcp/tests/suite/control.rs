@@ -159,3 +159,21 @@ async fn a_sign_in_started_then_finished_with_the_code_stores_tokens_and_connect
     assert_eq!(manager.remove_auth("docs"), Ok(false));
     assert!(matches!(manager.remove_auth("missing"), Err(McpError::UnknownServer { .. })));
 }
+
+#[tokio::test]
+async fn without_dynamic_registration_a_sign_in_reports_needs_client_registration() {
+    let env = Env::new();
+    let mock = MockOAuth::start(false).await;
+    let store = McpAuthStore::new(&env.project.join("data"));
+    let remote = json!({"type": "remote", "url": mock.url(), "oauth": {"callbackPort": free_port()}});
+    let manager = McpManager::start(
+        &servers(json!({"docs": remote})),
+        McpOptions::new(&env.project).with_auth_store(Some(store)),
+    );
+    manager.settled().await;
+    assert_eq!(manager.start_auth("docs").await, Err(McpError::NeedsClientRegistration));
+    let status = manager.authenticate("docs", std::time::Duration::from_secs(60)).await.unwrap();
+    let ServerStatus::NeedsClientRegistration { error } = status else { panic!("{status:?}") };
+    assert!(error.contains("clientId"), "{error}");
+    assert_eq!(manager.status("docs"), Some(ServerStatus::NeedsClientRegistration { error }));
+}
