@@ -6,9 +6,12 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use opencode_session_runtime::mcp::McpEvent;
+use opencode_session_runtime::mcp::McpManager;
 use opencode_session_store::Delivery;
 use opencode_session_store::Event;
 use opencode_session_store::MessageWithParts;
@@ -60,6 +63,18 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// prompt there runs with the current configuration. A turn running meanwhile finishes with what
     /// it started with.
     fn reload(&self, _directory: Option<&Path>) {}
+
+    /// The MCP servers of `directory` (OpenCode's `/mcp` routes), opening what the driver needs
+    /// for it; `None` when the driver runs no MCP servers.
+    fn mcp(&self, _directory: &Path) -> Result<Option<McpManager>, DriverError> {
+        Ok(None)
+    }
+
+    /// The MCP events of every directory's servers (`mcp.tools.changed`, `mcp.browser.open.failed`),
+    /// each with its directory; `None` when the driver runs no MCP servers.
+    fn mcp_events(&self) -> Option<broadcast::Receiver<(PathBuf, McpEvent)>> {
+        None
+    }
 
     /// Called when the server shuts down, before it stops accepting requests: stop active drains at a
     /// durable point (admitted input stays pending for the next start).

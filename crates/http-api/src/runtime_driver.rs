@@ -205,6 +205,14 @@ impl SessionDriver for RuntimeDriver {
         }
     }
 
+    fn mcp(&self, directory: &Path) -> Result<Option<opencode_session_runtime::mcp::McpManager>, DriverError> {
+        self.runtime.mcp(directory).map_err(driver_error)
+    }
+
+    fn mcp_events(&self) -> Option<broadcast::Receiver<(std::path::PathBuf, opencode_session_runtime::mcp::McpEvent)>> {
+        Some(self.runtime.mcp_events())
+    }
+
     fn permission_replied(&self, permission: StoredPermission) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let reply = match permission.reply {

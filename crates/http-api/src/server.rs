@@ -150,6 +150,9 @@ fn router(
             }
         });
     }
+    if let Some(mcp) = context.driver.mcp_events() {
+        tokio::spawn(crate::routes::relay_mcp_events(mcp, bus.clone()));
+    }
     let body_limit = options.body_limit;
     let pty = PtyService::new(bus.clone());
     let state = AppState {

@@ -33,6 +33,12 @@ pub enum McpError {
     /// The connection ended (the process exited, the stream closed).
     #[error("connection closed{0}")]
     Closed(String),
+    /// No server of that name is configured (or was added).
+    #[error("MCP server not found: {name}")]
+    UnknownServer { name: String },
+    /// OAuth does not apply to the server: it is local, or its entry says `oauth: false`.
+    #[error("mcp.{server}: {reason}")]
+    OAuthUnsupported { server: String, reason: String },
 }
 
 impl McpError {
@@ -55,6 +61,10 @@ impl McpError {
             }
             Self::Protocol(_) => "check that the command or URL is an MCP server speaking this transport",
             Self::Closed(_) => "the server stopped; check its stderr output and restart opencode",
+            Self::UnknownServer { .. } => "check the name against the `mcp` entries of opencode.json",
+            Self::OAuthUnsupported { .. } => {
+                "OAuth applies to remote servers; for others set credentials in `headers` or `environment`"
+            }
         }
     }
 }

@@ -17,12 +17,18 @@
 //!   after [`DEFAULT_CALL_TIMEOUT`] when a server crashes or never answers.
 //! - **Instructions.** Server `instructions` are the `mcp/instructions` Context Source
 //!   ([`McpManager::register_context`]).
+//! - **Run-time control.** Servers can be added, disconnected (`disabled`, tools removed) and
+//!   connected again while running ([`McpManager::add`], [`McpManager::disconnect`],
+//!   [`McpManager::connect`]), and signed in over an API in two steps
+//!   ([`McpManager::start_auth`], [`McpManager::finish_auth`]) or with the loopback flow
+//!   ([`McpManager::authenticate`]); [`McpManager::events`] reports tool-list changes.
 //! - **Lifetime.** [`McpManager::shutdown`], or dropping the last handle, kills every local server's
 //!   process group.
 
 mod connect;
 mod context;
 mod error;
+mod flow;
 mod manager;
 mod name;
 pub mod oauth;
@@ -35,8 +41,10 @@ pub use context::InstructionsSource;
 pub use context::MCP_INSTRUCTIONS;
 pub use context::ServerInstructions;
 pub use error::McpError;
+pub use flow::AuthStart;
 pub use manager::DEFAULT_CALL_TIMEOUT;
 pub use manager::DEFAULT_CONNECT_TIMEOUT;
+pub use manager::McpEvent;
 pub use manager::McpManager;
 pub use manager::McpOptions;
 pub use manager::ServerReport;

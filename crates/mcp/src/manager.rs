@@ -6,7 +6,14 @@
 //! succeed (within its timeout), are replaced when it sends `notifications/tools/list_changed`, and
 //! leave when its connection ends. Dropping the last handle (or [`McpManager::shutdown`]) stops every
 //! connection and kills every local server's process group.
+//!
+//! At run time (OpenCode's `/mcp` routes) servers can be added ([`McpManager::add`], not written to
+//! any config file), disconnected ([`McpManager::disconnect`]: `disabled`, tools gone) and connected
+//! again ([`McpManager::connect`]). Every connect is an *attempt* with its own number: a connect that
+//! finishes after a newer attempt (or a disconnect) began is closed and forgotten, so a late
+//! handshake never resurrects a server the user turned off.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -23,6 +30,7 @@ use opencode_tool_registry::RegistrationId;
 use opencode_tool_registry::Tool;
 use opencode_tool_registry::ToolRegistry;
 use serde::Serialize;
+use tokio::sync::broadcast;
 use tokio::sync::mpsc;
 use tokio::sync::watch;
 
@@ -33,6 +41,7 @@ use crate::connect::timeout_error;
 use crate::error::McpError;
 use crate::oauth::McpAuthStore;
 use crate::oauth::OAuthSettings;
+use crate::oauth::PendingAuthorization;
 use crate::tool::McpTool;
 use crate::tool::SharedTool;
 
@@ -90,8 +99,14 @@ pub enum ServerStatus {
     Connecting,
     Connected,
     Disabled,
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
     NeedsAuth,
+    /// The authorization server offers no dynamic client registration and no `clientId` is set.
+    NeedsClientRegistration {
+        error: String,
+    },
 }
 
 impl std::fmt::Display for ServerStatus {
@@ -102,6 +117,7 @@ impl std::fmt::Display for ServerStatus {
             Self::Disabled => f.write_str("disabled"),
             Self::Failed { error } => write!(f, "failed: {error}"),
             Self::NeedsAuth => f.write_str("needs auth"),
+            Self::NeedsClientRegistration { error } => write!(f, "needs client registration: {error}"),
         }
     }
 }
@@ -121,7 +137,7 @@ pub struct ServerReport {
 /// The MCP servers of one configuration. Cheap to clone; clones share the servers.
 #[derive(Clone)]
 pub struct McpManager {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for McpManager {
@@ -141,25 +157,96 @@ impl McpManager {
             servers: Mutex::new(IndexMap::new()),
             attached: Mutex::new(Vec::new()),
             changes,
+            events: broadcast::channel(EVENT_CAPACITY).0,
+            pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
         });
-        let runtime = tokio::runtime::Handle::try_current().ok();
         for (name, entry) in servers {
-            let plan = plan(name, entry, &inner.options);
-            let kind = plan.kind();
-            let status = match (&plan, &runtime) {
-                (Plan::Disabled, _) => ServerStatus::Disabled,
-                (Plan::Invalid(err), _) => ServerStatus::Failed { error: err.to_string() },
-                (Plan::Connect(..), None) => ServerStatus::Failed { error: "no async runtime to connect in".into() },
-                (Plan::Connect(..), Some(_)) => ServerStatus::Connecting,
-            };
-            lock(&inner.servers).insert(name.clone(), Server::new(status, kind));
-            if let (Plan::Connect(transport, timeout), Some(runtime)) = (plan, &runtime) {
-                let store = inner.options.auth_store.clone();
-                runtime.spawn(run_server(Arc::downgrade(&inner), name.clone(), transport, store, timeout));
-            }
+            inner.launch(name, entry.clone(), false);
         }
         Self { inner }
+    }
+
+    /// Adds server `name` (replacing a server of that name: its connection closes, its tools
+    /// leave) and starts connecting it in the background, as OpenCode's `POST /mcp` does. Nothing
+    /// is written to configuration files. [`McpManager::wait`] waits for the connect to settle.
+    pub fn add(&self, name: &str, entry: McpConfig) {
+        self.inner.forget_pending(name);
+        self.inner.launch(name, entry, false);
+    }
+
+    /// Connects server `name` again with its entry (enabled even if the entry says otherwise, as
+    /// OpenCode does), closing its current connection first, and waits for the connect to settle
+    /// (within the entry's timeout). Returns the resulting status; [`McpError::UnknownServer`] for
+    /// a name this manager does not know.
+    pub async fn connect(&self, name: &str) -> Result<ServerStatus, McpError> {
+        let entry = self.entry(name).ok_or_else(|| McpError::UnknownServer { name: name.to_owned() })?;
+        let mut changes = self.subscribe();
+        let attempt = self.inner.launch(name, entry, true);
+        loop {
+            let current = lock(&self.inner.servers).get(name).map(|server| (server.attempt, server.status.clone()));
+            match current {
+                Some((now, ServerStatus::Connecting)) if now == attempt => {}
+                Some((_, status)) => return Ok(status),
+                None => return Err(McpError::UnknownServer { name: name.to_owned() }),
+            }
+            if changes.changed().await.is_err() {
+                return Ok(ServerStatus::Connecting);
+            }
+        }
+    }
+
+    /// Closes server `name`'s connection (or abandons its connect), removes its tools from the
+    /// attached registries and marks it `disabled`, as OpenCode's disconnect does. `false` for a name
+    /// this manager does not know.
+    pub fn disconnect(&self, name: &str) -> bool {
+        let taken = self.inner.modify(name, |server| {
+            server.attempt += 1;
+            server.status = ServerStatus::Disabled;
+            server.tools.clear();
+            server.connection.take()
+        });
+        match taken {
+            Some(connection) => {
+                if let Some(connection) = connection {
+                    connection.close();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Waits until server `name` is no longer connecting (its connect has its own deadline).
+    pub async fn wait(&self, name: &str) {
+        let mut changes = self.subscribe();
+        loop {
+            let connecting =
+                lock(&self.inner.servers).get(name).is_some_and(|server| server.status == ServerStatus::Connecting);
+            if !connecting || changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Server `name`'s config entry (as configured or added).
+    pub fn entry(&self, name: &str) -> Option<McpConfig> {
+        lock(&self.inner.servers).get(name).map(|server| server.entry.clone())
+    }
+
+    /// Whether a server of that name is configured or was added.
+    pub fn contains(&self, name: &str) -> bool {
+        lock(&self.inner.servers).contains_key(name)
+    }
+
+    /// Where OAuth tokens are kept (`None`: nowhere; remote servers then get none).
+    pub fn auth_store(&self) -> Option<&McpAuthStore> {
+        self.inner.options.auth_store.as_ref()
+    }
+
+    /// Events: a server's tool list changed, a browser could not be opened for a sign-in.
+    pub fn events(&self) -> broadcast::Receiver<McpEvent> {
+        self.inner.events.subscribe()
     }
 
     /// Every configured server's status, in config order.
@@ -260,12 +347,28 @@ impl McpManager {
     }
 }
 
+/// What happened to the servers, for event streams (OpenCode's `mcp.tools.changed` and
+/// `mcp.browser.open.failed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpEvent {
+    /// The server's tools changed: it connected, listed new tools, or went away.
+    ToolsChanged { server: String },
+    /// A sign-in waits for the browser at `url`, and none was opened: a client should show it.
+    BrowserOpenFailed { server: String, url: String },
+}
+
+/// Events a slow receiver may fall behind by.
+const EVENT_CAPACITY: usize = 64;
+
 /// The shared state; tools hold it weakly.
 pub(crate) struct Inner {
-    options: McpOptions,
+    pub(crate) options: McpOptions,
     servers: Mutex<IndexMap<String, Server>>,
     attached: Mutex<Vec<Attached>>,
     changes: watch::Sender<u64>,
+    pub(crate) events: broadcast::Sender<McpEvent>,
+    /// OAuth flows started over the API, waiting for their code, by server.
+    pub(crate) pending: Mutex<HashMap<String, PendingAuthorization>>,
     closed: AtomicBool,
 }
 
@@ -288,16 +391,13 @@ impl Drop for Inner {
 }
 
 struct Server {
+    entry: McpConfig,
     status: ServerStatus,
     kind: Option<&'static str>,
     connection: Option<Arc<Connection>>,
     tools: Vec<SharedTool>,
-}
-
-impl Server {
-    fn new(status: ServerStatus, kind: Option<&'static str>) -> Self {
-        Self { status, kind, connection: None, tools: Vec::new() }
-    }
+    /// The number of the latest connect attempt (or disconnect); older attempts are void.
+    attempt: u64,
 }
 
 struct Attached {
@@ -323,15 +423,95 @@ impl Inner {
             .collect()
     }
 
-    fn update(&self, name: &str, change: impl FnOnce(&mut Server)) {
-        if self.closed.load(Ordering::SeqCst) {
-            return;
+    /// Plans `entry` as server `name` (replacing any server of that name) and spawns its connect;
+    /// returns the attempt's number. `force` connects even an entry with `enabled: false`.
+    fn launch(self: &Arc<Self>, name: &str, entry: McpConfig, force: bool) -> u64 {
+        let plan = if self.closed.load(Ordering::SeqCst) {
+            Plan::Invalid(McpError::Closed(": the MCP servers were shut down".into()))
+        } else {
+            plan(name, &entry, &self.options, force)
+        };
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let kind = plan.kind();
+        let status = match (&plan, &runtime) {
+            (Plan::Disabled, _) => ServerStatus::Disabled,
+            (Plan::Invalid(err), _) => ServerStatus::Failed { error: err.to_string() },
+            (Plan::Connect(..), None) => ServerStatus::Failed { error: "no async runtime to connect in".into() },
+            (Plan::Connect(..), Some(_)) => ServerStatus::Connecting,
+        };
+        let (attempt, previous) = {
+            let mut servers = lock(&self.servers);
+            let (attempt, previous) = match servers.get_mut(name) {
+                Some(server) => (server.attempt + 1, server.connection.take()),
+                None => (1, None),
+            };
+            let had_tools = servers.get(name).is_some_and(|server| !server.tools.is_empty());
+            let server = Server { entry, status, kind, connection: None, tools: Vec::new(), attempt };
+            servers.insert(name.to_owned(), server);
+            (attempt, previous.map(|connection| (connection, had_tools)))
+        };
+        if let Some((connection, had_tools)) = previous {
+            connection.close();
+            if had_tools {
+                self.sync_registries();
+                self.tools_changed(name);
+            }
         }
-        if let Some(server) = lock(&self.servers).get_mut(name) {
-            change(server);
-        }
-        self.sync_registries();
         self.changed();
+        if let (Plan::Connect(transport, timeout), Some(runtime)) = (plan, runtime) {
+            let store = self.options.auth_store.clone();
+            let target = Target { name: name.to_owned(), attempt };
+            runtime.spawn(run_server(Arc::downgrade(self), target, transport, store, timeout));
+        }
+        attempt
+    }
+
+    /// Changes server `name` (if it exists), then brings the registries in step and tells
+    /// subscribers; a change of its tool list is announced as [`McpEvent::ToolsChanged`].
+    fn modify<R>(&self, name: &str, change: impl FnOnce(&mut Server) -> R) -> Option<R> {
+        let (result, tools_changed) = {
+            let mut servers = lock(&self.servers);
+            let server = servers.get_mut(name)?;
+            let before: Vec<String> = server.tools.iter().map(|tool| tool.name.clone()).collect();
+            let result = change(server);
+            let changed = server.tools.len() != before.len()
+                || server.tools.iter().zip(&before).any(|(tool, name)| tool.name != *name);
+            (result, changed)
+        };
+        self.sync_registries();
+        if tools_changed {
+            self.tools_changed(name);
+        }
+        self.changed();
+        Some(result)
+    }
+
+    /// [`Inner::modify`] for the connect task of `target`: nothing happens once the servers were
+    /// shut down or a newer attempt began (`None`).
+    fn update<R>(&self, target: &Target, change: impl FnOnce(&mut Server) -> R) -> Option<R> {
+        if self.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let current = lock(&self.servers).get(&target.name).is_some_and(|server| server.attempt == target.attempt);
+        if !current {
+            return None;
+        }
+        self.modify(&target.name, change)
+    }
+
+    /// Sets server `name`'s status (a sign-in learnt something a connect cannot).
+    pub(crate) fn set_status(&self, name: &str, status: ServerStatus) {
+        self.modify(name, |server| server.status = status);
+    }
+
+    fn tools_changed(&self, name: &str) {
+        // Nobody listening is fine.
+        let _receivers = self.events.send(McpEvent::ToolsChanged { server: name.to_owned() });
+    }
+
+    /// Drops an OAuth flow started for `name` (its server was replaced or its credentials removed).
+    pub(crate) fn forget_pending(&self, name: &str) {
+        lock(&self.pending).remove(name);
     }
 
     fn changed(&self) {
@@ -377,9 +557,15 @@ impl Plan {
     }
 }
 
-fn plan(name: &str, entry: &McpConfig, options: &McpOptions) -> Plan {
+fn plan(name: &str, entry: &McpConfig, options: &McpOptions, force: bool) -> Plan {
     let server = match entry {
-        McpConfig::Toggle { enabled: false } => return Plan::Disabled,
+        McpConfig::Toggle { enabled: false } if !force => return Plan::Disabled,
+        McpConfig::Toggle { enabled: false } => {
+            return Plan::Invalid(McpError::Config {
+                server: name.to_owned(),
+                reason: "no server is configured under this name (no `type`)".into(),
+            });
+        }
         McpConfig::Toggle { enabled: true } => {
             return Plan::Invalid(McpError::Config {
                 server: name.to_owned(),
@@ -407,7 +593,7 @@ fn plan(name: &str, entry: &McpConfig, options: &McpOptions) -> Plan {
             (enabled, timeout, Transport::Remote { url: url.clone(), headers: headers.clone(), oauth })
         }
     };
-    if *enabled == Some(false) {
+    if *enabled == Some(false) && !force {
         return Plan::Disabled;
     }
     if let Transport::Local { command, .. } = &transport
@@ -419,15 +605,23 @@ fn plan(name: &str, entry: &McpConfig, options: &McpOptions) -> Plan {
     Plan::Connect(transport, timeout)
 }
 
+/// Which connect attempt of which server a task runs.
+struct Target {
+    name: String,
+    attempt: u64,
+}
+
 /// Connects one server, then follows it: tool-list changes refresh its tools; the end of the
-/// connection marks it failed. Holds the manager only weakly once connected.
+/// connection marks it failed. Holds the manager only weakly once connected. A connection that is
+/// no longer wanted (a newer attempt began, the server was disconnected) is closed at once.
 async fn run_server(
     inner: Weak<Inner>,
-    name: String,
+    target: Target,
     transport: Transport,
     store: Option<McpAuthStore>,
     timeout: Duration,
 ) {
+    let name = target.name.clone();
     let (events, mut received) = mpsc::unbounded_channel();
     let connected = tokio::time::timeout(timeout, async {
         let (connection, waiter) = connect(&name, &transport, store.as_ref(), events).await?;
@@ -442,20 +636,27 @@ async fn run_server(
             let connection = Arc::new(connection);
             let tools = build_tools(&name, &tools, &inner);
             let shared = Arc::clone(&connection);
-            manager.update(&name, move |server| {
+            let adopted = manager.update(&target, move |server| {
                 server.status = ServerStatus::Connected;
                 server.connection = Some(shared);
                 server.tools = tools;
             });
+            if adopted.is_none() {
+                connection.close();
+                return;
+            }
             (connection, waiter)
         }
         Err(err) => {
             tracing::warn!(server = %name, "MCP server not connected: {err}");
             let status = match err {
                 McpError::NeedsAuth => ServerStatus::NeedsAuth,
+                McpError::NeedsClientRegistration => {
+                    ServerStatus::NeedsClientRegistration { error: format!("{err}; {}", err.hint()) }
+                }
                 other => ServerStatus::Failed { error: other.to_string() },
             };
-            manager.update(&name, |server| server.status = status);
+            manager.update(&target, |server| server.status = status);
             return;
         }
     };
@@ -464,14 +665,14 @@ async fn run_server(
     loop {
         tokio::select! {
             // A closed channel disables this branch; the waiter then reports the end.
-            Some(_event) = received.recv() => refresh_tools(&inner, &name, &connection, call_timeout).await,
+            Some(_event) = received.recv() => refresh_tools(&inner, &target, &connection, call_timeout).await,
             reason = &mut waiter => {
                 let reason = reason.unwrap_or_else(|err| err.to_string());
                 let stderr = connection.stderr_tail();
                 let detail = if stderr.is_empty() { String::new() } else { format!(" (stderr: {stderr})") };
                 let error = McpError::Closed(format!(": {reason}{detail}")).to_string();
                 if let Some(manager) = inner.upgrade() {
-                    manager.update(&name, |server| {
+                    manager.update(&target, |server| {
                         if server.connection.as_ref().is_some_and(|current| Arc::ptr_eq(current, &connection)) {
                             server.connection = None;
                             server.tools.clear();
@@ -485,14 +686,14 @@ async fn run_server(
     }
 }
 
-async fn refresh_tools(inner: &Weak<Inner>, name: &str, connection: &Arc<Connection>, timeout: Duration) {
+async fn refresh_tools(inner: &Weak<Inner>, target: &Target, connection: &Arc<Connection>, timeout: Duration) {
     match list_tools(connection, timeout).await {
         Ok(tools) => {
             let Some(manager) = inner.upgrade() else { return };
-            let tools = build_tools(name, &tools, inner);
-            manager.update(name, |server| server.tools = tools);
+            let tools = build_tools(&target.name, &tools, inner);
+            manager.update(target, |server| server.tools = tools);
         }
-        Err(err) => tracing::warn!(server = %name, "MCP tool list refresh failed: {err}"),
+        Err(err) => tracing::warn!(server = %target.name, "MCP tool list refresh failed: {err}"),
     }
 }
 
@@ -520,6 +721,6 @@ fn build_tools(server: &str, tools: &[rmcp::model::Tool], inner: &Weak<Inner>) -
         .collect()
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -79,6 +79,7 @@ pub use hooks::TurnInfo;
 pub use location::Location;
 pub use location::LocationFactory;
 pub use location::StandardLocations;
+pub use opencode_mcp as mcp;
 pub use opencode_session_store::Delivery;
 pub use opencode_tool_registry::Agent;
 pub use opencode_tool_registry::Agents;

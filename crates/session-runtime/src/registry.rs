@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use opencode_config::Config;
 use opencode_config::Paths;
 use opencode_llm::ToolDefinition;
+use opencode_mcp::McpAuthStore;
 use opencode_mcp::McpManager;
 use opencode_mcp::McpOptions;
 use opencode_plugin_host::PluginHost;
@@ -53,8 +54,9 @@ pub struct RegistryTools {
     /// The agents of the Location's own configuration, when it has one: a directory's permission
     /// rules apply to its tools even when the runtime's agents come from another directory's config.
     agents: Option<Arc<Agents>>,
-    /// The Location's MCP servers (absent when none is configured); their tools join the registry
-    /// as each server becomes ready, and the servers stop when the last clone is dropped.
+    /// The Location's MCP servers (absent only for hosts built with [`RegistryTools::new`]); their
+    /// tools join the registry as each server becomes ready, and the servers stop when the last
+    /// clone is dropped.
     mcp: Option<McpManager>,
     /// The agents the attached `task` tool delegates to: its description is listed per caller.
     task_agents: Arc<OnceLock<Agents>>,
@@ -119,12 +121,13 @@ impl RegistryTools {
         opencode_tool_registry::tools::lsp::register(&registry, Arc::new(lsp))
             .map_err(|err| RuntimeError::Tools(err.to_string()))?;
         let registry = Arc::new(registry);
-        // MCP servers connect in the background: never on the path of the first turn.
-        let mcp = (!config.mcp.is_empty()).then(|| {
-            let mcp = McpManager::start(&config.mcp, McpOptions::new(directory));
-            mcp.attach(&registry);
-            mcp
-        });
+        // MCP servers connect in the background: never on the path of the first turn. A Location
+        // without any still gets a manager (no task, no process) so servers can be added at run
+        // time; their OAuth tokens live in the data directory these paths name.
+        let options = McpOptions::new(directory).with_auth_store(Some(McpAuthStore::new(&paths.data)));
+        let mcp = McpManager::start(&config.mcp, options);
+        mcp.attach(&registry);
+        let mcp = Some(mcp);
         let agents = Some(Arc::new(Agents::from_config(&AgentDirs::standard(paths), config)));
         Ok(Self { agents, mcp, ..Self::new(registry, permissions) })
     }
@@ -211,6 +214,10 @@ impl ToolHost for RegistryTools {
         if let Err(err) = self.registry.register(typed(Task::new(runner, agents))) {
             tracing::warn!("the task tool is not available: {err}");
         }
+    }
+
+    fn mcp(&self) -> Option<McpManager> {
+        self.mcp.clone()
     }
 
     fn register_context(&self, context: &SystemContextRegistry) -> Result<Vec<Contribution>> {

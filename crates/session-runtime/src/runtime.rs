@@ -20,6 +20,8 @@ use opencode_config::CredentialRefresher;
 use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
+use opencode_mcp::McpEvent;
+use opencode_mcp::McpManager;
 use opencode_session_store::Delivery;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
@@ -228,6 +230,7 @@ impl RuntimeBuilder {
             env: self.env,
             location_factory: locations,
             locations: Mutex::new(HashMap::new()),
+            mcp_events: broadcast::channel(MCP_EVENT_CAPACITY).0,
             hooks: self.hooks,
             bus: EventBus::new(self.options.event_capacity),
             coordinator: Coordinator::default(),
@@ -447,6 +450,21 @@ impl SessionRuntime {
         self.inner.reload_where(|_| true)
     }
 
+    /// The MCP servers of `directory`'s Location (as sessions spell the directory), opening the
+    /// Location if needed; `None` when its tools have no MCP support. Servers added or
+    /// disconnected through it change the tools of that Location's next turns (not any config
+    /// file), until the Location is reloaded.
+    pub fn mcp(&self, directory: &Path) -> Result<Option<McpManager>> {
+        let location = self.inner.location(&directory.to_string_lossy())?;
+        Ok(location.tools.mcp())
+    }
+
+    /// The MCP events (tool-list changes, sign-ins waiting for a browser) of every Location opened
+    /// from now on, each with its directory (as sessions spell it).
+    pub fn mcp_events(&self) -> broadcast::Receiver<(PathBuf, McpEvent)> {
+        self.inner.mcp_events.subscribe()
+    }
+
     /// The directories whose Location is open, each with whether a reload of it is waiting for its
     /// drains to end.
     pub fn open_locations(&self) -> Vec<(PathBuf, bool)> {
@@ -456,6 +474,9 @@ impl SessionRuntime {
         open
     }
 }
+
+/// MCP events a slow receiver of [`SessionRuntime::mcp_events`] may fall behind by.
+const MCP_EVENT_CAPACITY: usize = 256;
 
 /// What [`SessionRuntime::reload_location`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -502,6 +523,8 @@ pub(crate) struct Inner {
     location_factory: Arc<dyn LocationFactory>,
     /// The open Locations, by directory.
     locations: Mutex<HashMap<PathBuf, Opened>>,
+    /// The MCP events of every open Location, with its directory.
+    mcp_events: broadcast::Sender<(PathBuf, McpEvent)>,
     pub(crate) hooks: Option<Arc<dyn Hooks>>,
     bus: EventBus,
     pub(crate) coordinator: Coordinator,
@@ -595,11 +618,33 @@ impl Inner {
         let location = Arc::new(self.location_factory.open(&key)?);
         let subagents = crate::subagent::Subagents::new(Weak::clone(&self.me));
         location.tools.attach_subagents(Arc::new(subagents), &self.agents);
+        if let Some(mcp) = location.tools.mcp() {
+            self.relay_mcp_events(&key, &mcp);
+        }
         let retired = locations.insert(key, Opened { location: Arc::clone(&location), stale: false });
         // A stale Location is dropped after the lock is released: stopping MCP servers takes a moment.
         drop(locations);
         drop(retired);
         Ok(location)
+    }
+
+    /// Relays the events of a Location's MCP servers onto [`SessionRuntime::mcp_events`] until the
+    /// servers are dropped with their Location.
+    fn relay_mcp_events(&self, directory: &Path, mcp: &McpManager) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (mut events, out, directory) = (mcp.events(), self.mcp_events.clone(), directory.to_path_buf());
+        runtime.spawn(async move {
+            loop {
+                match events.recv().await {
+                    // Nobody listening is fine.
+                    Ok(event) => drop(out.send((directory.clone(), event))),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(missed, directory = %directory.display(), "MCP events were dropped");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     /// Drops `directory`'s Location now, or marks it for when no drain holds it.

@@ -109,6 +109,12 @@ pub trait ToolHost: Send + Sync {
     /// Offers the `task` tool, delegating to the subagents of `agents` through `runner`. The runtime
     /// calls this when it opens the Location; hosts without subagent support ignore it.
     fn attach_subagents(&self, _runner: Arc<dyn SubagentRunner>, _agents: &Agents) {}
+
+    /// The Location's MCP servers, for run-time control (OpenCode's `/mcp` routes); `None` for
+    /// hosts without MCP support.
+    fn mcp(&self) -> Option<opencode_mcp::McpManager> {
+        None
+    }
 }
 
 /// A Location without tools.

@@ -6,6 +6,7 @@ mod command;
 mod config;
 mod files;
 mod global;
+mod mcp;
 mod part;
 mod permission;
 mod project;
@@ -30,6 +31,8 @@ use schemars::SchemaGenerator;
 use serde_json::Value;
 
 use crate::state::AppState;
+
+pub(crate) use mcp::relay_mcp_events;
 
 /// What an operation returns, for the OpenAPI document.
 #[derive(Clone, Copy)]
@@ -194,6 +197,7 @@ pub(crate) fn operations() -> Vec<Op> {
     ops.extend(question::ops());
     ops.extend(config::ops());
     ops.extend(auth::ops());
+    ops.extend(mcp::ops());
     ops.extend(share::ops());
     ops.extend(sse::ops());
     ops.extend(v2::ops());

@@ -11,6 +11,7 @@ mod events;
 mod files;
 mod find;
 mod fuzz;
+mod mcp;
 mod openapi;
 mod parts;
 mod plugins;

@@ -5,7 +5,9 @@
 //!   Connect discovery) gives the endpoints ([`discovery`]);
 //! - without a configured `clientId` the client registers itself (RFC 7591) and the registration is
 //!   stored; the authorization-code flow runs with PKCE S256 and a loopback redirect
-//!   (`http://127.0.0.1:19876/mcp/oauth/callback` unless configured) ([`authorize`]);
+//!   (`http://127.0.0.1:19876/mcp/oauth/callback` unless configured) ([`authorize`]), or in two
+//!   steps for clients that receive the code themselves ([`start`], then
+//!   [`PendingAuthorization::finish`]);
 //! - tokens live per server in `mcp-auth.json` ([`McpAuthStore`]) and are sent as
 //!   `Authorization: Bearer`; an expired token is refreshed before connecting, and once more when
 //!   the server still answers 401 ([`Credentials`]).
@@ -88,7 +90,7 @@ pub struct OAuthTarget {
 impl OAuthTarget {
     /// The target of config entry `mcp.<name>`: a remote server whose `oauth` is not `false`.
     pub fn from_config(name: &str, entry: &McpConfig) -> Result<Self, McpError> {
-        let refuse = |reason: &str| McpError::Config { server: name.to_owned(), reason: reason.to_owned() };
+        let refuse = |reason: &str| McpError::OAuthUnsupported { server: name.to_owned(), reason: reason.to_owned() };
         let McpConfig::Server(McpServerConfig::Remote { url, headers, oauth, .. }) = entry else {
             return Err(refuse("OAuth applies to remote servers only (`type: \"remote\"`)"));
         };
@@ -113,6 +115,68 @@ pub enum Authorization {
     NotRequired,
 }
 
+/// How [`start`] ended.
+#[derive(Debug)]
+pub enum Started {
+    /// The user is to visit the authorization URL; the flow ends with [`PendingAuthorization::finish`].
+    Pending(Box<PendingAuthorization>),
+    /// The server accepted an unauthenticated request: nothing to do.
+    NotRequired,
+}
+
+/// An authorization-code flow waiting for its code: what the code exchange needs (endpoint,
+/// client, PKCE verifier), kept in memory between the two steps.
+pub struct PendingAuthorization {
+    /// Where the user signs in.
+    pub authorization_url: String,
+    /// The `state` the redirect carries back.
+    pub state: String,
+    target: OAuthTarget,
+    http: reqwest::Client,
+    token_endpoint: String,
+    resource: String,
+    client: Client,
+    verifier: String,
+}
+
+impl std::fmt::Debug for PendingAuthorization {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The verifier is a secret.
+        f.debug_struct("PendingAuthorization")
+            .field("server", &self.target.name)
+            .field("authorization_url", &self.authorization_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingAuthorization {
+    /// Exchanges the authorization `code` for tokens and stores them in `store`.
+    pub async fn finish(self, code: &str, store: &McpAuthStore) -> Result<(), McpError> {
+        let grant = CodeGrant {
+            code,
+            verifier: &self.verifier,
+            redirect_uri: &self.target.settings.redirect_uri,
+            resource: &self.resource,
+        };
+        let tokens = tokens::exchange(&self.http, &self.token_endpoint, &self.client, &grant).await?;
+        store.update(&self.target.name, Some(&self.target.url), |entry| {
+            entry.tokens = Some(tokens);
+            entry.code_verifier = None;
+            entry.oauth_state = None;
+        })?;
+        Ok(())
+    }
+}
+
+/// Starts the authorization-code flow for `target` without waiting for the browser: discovery,
+/// registration when needed (stored in `store`), PKCE and the authorization URL. OpenCode's
+/// `POST /mcp/{name}/auth`; the code arrives later ([`PendingAuthorization::finish`]).
+pub async fn start(target: &OAuthTarget, store: &McpAuthStore) -> Result<Started, McpError> {
+    let http = client()?;
+    let Some(challenge) = probe(&http, target).await? else { return Ok(Started::NotRequired) };
+    begin(http, target, store, &challenge).await.map(|pending| Started::Pending(Box::new(pending)))
+}
+
 /// Runs the authorization-code flow for `target`: discovery, registration when needed, the
 /// authorization URL (given to `on_url` to print or open), the loopback callback (within
 /// `timeout`), the code exchange; the tokens are stored in `store`.
@@ -124,9 +188,26 @@ pub async fn authorize(
 ) -> Result<Authorization, McpError> {
     let http = client()?;
     let Some(challenge) = probe(&http, target).await? else { return Ok(Authorization::NotRequired) };
+    // Listening before the URL exists: the browser may come back at once.
+    let callback = Callback::bind(&target.settings.redirect_uri).await?;
+    let pending = begin(http, target, store, &challenge).await?;
+    on_url(&pending.authorization_url);
+    let code = tokio::time::timeout(timeout, callback.code(&pending.state))
+        .await
+        .map_err(|_elapsed| McpError::Auth(format!("no authorization arrived within {} s", timeout.as_secs())))??;
+    pending.finish(&code, store).await?;
+    Ok(Authorization::Authorized)
+}
+
+/// The steps between the challenge and the browser: discovery, the client, PKCE, the URL.
+async fn begin(
+    http: reqwest::Client,
+    target: &OAuthTarget,
+    store: &McpAuthStore,
+    challenge: &Challenge,
+) -> Result<PendingAuthorization, McpError> {
     let settings = &target.settings;
-    let callback = Callback::bind(&settings.redirect_uri).await?;
-    let discovery = discover(&http, &target.url, &challenge).await?;
+    let discovery = discover(&http, &target.url, challenge).await?;
     let scope = settings.scope.clone().or(discovery.scope.clone());
     let client = client_for(&http, target, store, &discovery, scope.as_deref()).await?;
     let pkce = Pkce::generate()?;
@@ -143,24 +224,17 @@ pub async fn authorize(
     if let Some(scope) = &scope {
         pairs.push(("scope", scope));
     }
-    let url = http::url_with(&discovery.metadata.authorization_endpoint, &pairs)?;
-    on_url(&url);
-    let code = tokio::time::timeout(timeout, callback.code(&state))
-        .await
-        .map_err(|_elapsed| McpError::Auth(format!("no authorization arrived within {} s", timeout.as_secs())))??;
-    let grant = CodeGrant {
-        code: &code,
-        verifier: &pkce.verifier,
-        redirect_uri: &settings.redirect_uri,
-        resource: &discovery.resource,
-    };
-    let tokens = tokens::exchange(&http, &discovery.metadata.token_endpoint, &client, &grant).await?;
-    store.update(&target.name, Some(&target.url), |entry| {
-        entry.tokens = Some(tokens);
-        entry.code_verifier = None;
-        entry.oauth_state = None;
-    })?;
-    Ok(Authorization::Authorized)
+    let authorization_url = http::url_with(&discovery.metadata.authorization_endpoint, &pairs)?;
+    Ok(PendingAuthorization {
+        authorization_url,
+        state,
+        target: target.clone(),
+        http,
+        token_endpoint: discovery.metadata.token_endpoint.clone(),
+        resource: discovery.resource.clone(),
+        client,
+        verifier: pkce.verifier,
+    })
 }
 
 /// The stored credentials of one server while connecting.
@@ -307,7 +381,7 @@ mod tests {
         let default = target(serde_json::Value::Null).unwrap().settings;
         assert_eq!(default.redirect_uri, "http://127.0.0.1:19876/mcp/oauth/callback");
         assert_eq!(target(serde_json::json!(true)).unwrap().settings, default);
-        assert!(matches!(target(serde_json::json!(false)), Err(McpError::Config { .. })));
+        assert!(matches!(target(serde_json::json!(false)), Err(McpError::OAuthUnsupported { .. })));
         let custom = target(serde_json::json!({
             "clientId": "id", "clientSecret": "secret", "scope": "a b", "redirectUri": "http://localhost:1234/cb"
         }))

@@ -1,3 +1,4 @@
+mod control;
 mod everything;
 mod mock_oauth;
 mod oauth;

@@ -208,7 +208,7 @@ async fn oauth_false_sends_no_stored_token_and_reports_the_401() {
     assert!(error.contains("OAuth is disabled"), "{error}");
     assert_eq!(mock.state().mcp_authorization, [None]);
     let entry = servers(json!({"docs": remote(&mock.url(), json!(false))}));
-    assert!(matches!(OAuthTarget::from_config("docs", &entry["docs"]), Err(McpError::Config { .. })));
+    assert!(matches!(OAuthTarget::from_config("docs", &entry["docs"]), Err(McpError::OAuthUnsupported { .. })));
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@ mod context;
 mod defaults;
 mod interrupt;
 mod loop_;
+mod mcp;
 mod plugin_hooks;
 mod plugins;
 mod projection;
