@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use opencode_session_runtime::LocationTools;
 use opencode_session_runtime::mcp::McpEvent;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_store::Delivery;
@@ -63,6 +64,13 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// prompt there runs with the current configuration. A turn running meanwhile finishes with what
     /// it started with.
     fn reload(&self, _directory: Option<&Path>) {}
+
+    /// The tools of `directory`: what `agent` (the default one when `None`) is offered, and the name
+    /// of every tool (OpenCode's `tool.list` and `tool.ids`); `None` when the driver runs no tools.
+    /// Blocking: it may open the directory's tools.
+    fn tools(&self, _directory: &Path, _agent: Option<&str>) -> Result<Option<LocationTools>, DriverError> {
+        Ok(None)
+    }
 
     /// The MCP servers of `directory` (OpenCode's `/mcp` routes), opening what the driver needs
     /// for it; `None` when the driver runs no MCP servers.

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use opencode_session_runtime::DeltaKind;
 use opencode_session_runtime::DrainOutcome;
+use opencode_session_runtime::LocationTools;
 use opencode_session_runtime::ModelChoice;
 use opencode_session_runtime::Plugins;
 use opencode_session_runtime::PromptFile;
@@ -203,6 +204,10 @@ impl SessionDriver for RuntimeDriver {
                 tracing::debug!(directory = %open.display(), ?reload, "location reloaded");
             }
         }
+    }
+
+    fn tools(&self, directory: &Path, agent: Option<&str>) -> Result<Option<LocationTools>, DriverError> {
+        self.runtime.tools(directory, agent).map(Some).map_err(driver_error)
     }
 
     fn mcp(&self, directory: &Path) -> Result<Option<opencode_session_runtime::mcp::McpManager>, DriverError> {

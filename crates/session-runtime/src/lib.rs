@@ -88,6 +88,7 @@ pub use registry::RegistryTools;
 pub use runner::DEFAULT_SYSTEM_PROMPT;
 pub use runner::MAX_STEPS_PROMPT;
 pub use runtime::GLOBAL_PROJECT;
+pub use runtime::LocationTools;
 pub use runtime::ModelChoice;
 pub use runtime::PromptRequest;
 pub use runtime::Receipt;

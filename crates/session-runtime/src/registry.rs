@@ -162,6 +162,10 @@ impl ToolHost for RegistryTools {
         definitions
     }
 
+    fn names(&self) -> Vec<String> {
+        self.registry.names()
+    }
+
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let context = ToolContext {

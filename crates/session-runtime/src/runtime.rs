@@ -20,6 +20,7 @@ use opencode_config::CredentialRefresher;
 use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
+use opencode_llm::ToolDefinition;
 use opencode_mcp::McpEvent;
 use opencode_mcp::McpManager;
 use opencode_session_store::Delivery;
@@ -459,6 +460,16 @@ impl SessionRuntime {
         Ok(location.tools.mcp())
     }
 
+    /// The tools of `directory`'s Location (as sessions spell the directory), opening it if needed:
+    /// what `agent` (the default one when `None`) is offered on its next turn, and the name of every
+    /// tool whatever the agent.
+    pub fn tools(&self, directory: &Path, agent: Option<&str>) -> Result<LocationTools> {
+        let directory = directory.to_string_lossy();
+        let agent = self.inner.settings(&directory)?.agent(agent)?;
+        let tools = &self.inner.location(&directory)?.tools;
+        Ok(LocationTools { offered: tools.definitions(&agent), names: tools.names() })
+    }
+
     /// The MCP events (tool-list changes, sign-ins waiting for a browser) of every Location opened
     /// from now on, each with its directory (as sessions spell it).
     pub fn mcp_events(&self) -> broadcast::Receiver<(PathBuf, McpEvent)> {
@@ -563,6 +574,15 @@ impl Inner {
             },
         })
     }
+}
+
+/// A Location's tools as [`SessionRuntime::tools`] reports them.
+#[derive(Debug, Clone)]
+pub struct LocationTools {
+    /// What one agent is offered, as its next turn would send them.
+    pub offered: Vec<ToolDefinition>,
+    /// Every tool's name, whatever the agent.
+    pub names: Vec<String>,
 }
 
 /// The configuration, agents and model catalog that apply in one directory.

@@ -90,6 +90,9 @@ pub trait ToolHost: Send + Sync {
     /// The tools the model may call under `agent`.
     fn definitions(&self, agent: &Agent) -> Vec<ToolDefinition>;
 
+    /// The name of every tool of the Location, whatever the agent (OpenCode's `tool.ids`).
+    fn names(&self) -> Vec<String>;
+
     /// Runs one call and settles it; never fails (unknown tools and bad input settle as errors).
     fn execute<'a>(&'a self, call: &'a ToolInvocation, ctx: &'a ToolRunContext) -> BoxFuture<'a, ToolResult>;
 
@@ -123,6 +126,10 @@ pub struct NoTools;
 
 impl ToolHost for NoTools {
     fn definitions(&self, _agent: &Agent) -> Vec<ToolDefinition> {
+        Vec::new()
+    }
+
+    fn names(&self) -> Vec<String> {
         Vec::new()
     }
 
@@ -176,6 +183,10 @@ impl FnTools {
 impl ToolHost for FnTools {
     fn definitions(&self, _agent: &Agent) -> Vec<ToolDefinition> {
         self.tools.values().map(|(definition, _)| definition.clone()).collect()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.tools.keys().cloned().collect()
     }
 
     fn bound_output<'a>(&'a self, _call: &'a ToolInvocation, result: ToolResult) -> BoxFuture<'a, ToolResult> {

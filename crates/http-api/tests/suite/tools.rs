@@ -2,9 +2,10 @@
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
+use serde_json::json;
 
 use super::directory_query;
-use super::start;
+use super::runtime::start_runtime;
 
 fn names(list: &Value, key: Option<&str>) -> Vec<String> {
     list.as_array().unwrap().iter().map(|item| key.map_or(item, |k| &item[k]).as_str().unwrap().to_owned()).collect()
@@ -12,7 +13,7 @@ fn names(list: &Value, key: Option<&str>) -> Vec<String> {
 
 #[tokio::test]
 async fn tool_ids_and_schemas_are_the_sessions_built_in_tools() {
-    let t = start().await;
+    let t = start_runtime(json!({})).await;
     let (status, ids) = t.get("/experimental/tool/ids").await;
     assert_eq!(status, 200);
     let ids = names(&ids, None);
@@ -41,8 +42,8 @@ async fn tool_ids_and_schemas_are_the_sessions_built_in_tools() {
 
 #[tokio::test]
 async fn tools_the_default_agent_may_not_use_are_not_listed() {
-    let t = start().await;
-    let dir = t.root.path().join("locked");
+    let t = start_runtime(json!({})).await;
+    let dir = t.dir.join("locked");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("opencode.json"), r#"{ "permission": { "bash": "deny", "webfetch": "deny" } }"#).unwrap();
     let q = directory_query(&dir.canonicalize().unwrap());
