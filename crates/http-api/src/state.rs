@@ -1,5 +1,6 @@
 //! What every handler shares: the store, the driver, the event bus, the instances, the options.
 
+use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use opencode_session_store::Tx;
 use tokio::sync::watch;
 
 use crate::bus::EventBus;
+use crate::driver::DriverError;
 use crate::driver::SessionDriver;
 use crate::error::ApiError;
 use crate::instance::Instances;
@@ -84,6 +86,24 @@ impl AppState {
     ) -> Result<T, ApiError> {
         let store = Arc::clone(&self.inner.store);
         blocking(move || store.write(f).map_err(ApiError::from)).await
+    }
+
+    /// Asks the driver about an instance directory on a blocking thread (opening the runtime's
+    /// Location there reads configuration); a directory that does not exist is a 404, not a driver
+    /// failure.
+    pub(crate) async fn in_directory<T: Send + 'static>(
+        &self,
+        directory: PathBuf,
+        f: impl FnOnce(&dyn SessionDriver, &Path) -> Result<T, DriverError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let driver = Arc::clone(&self.inner.driver);
+        blocking(move || {
+            if !directory.is_dir() {
+                return Err(ApiError::not_found(format!("directory {} does not exist", directory.display())));
+            }
+            f(driver.as_ref(), &directory).map_err(ApiError::from)
+        })
+        .await
     }
 }
 

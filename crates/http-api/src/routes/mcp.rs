@@ -316,17 +316,9 @@ pub(crate) async fn relay_mcp_events(mut events: broadcast::Receiver<(PathBuf, M
     }
 }
 
-/// The instance's MCP servers (opening the runtime's Location reads configuration: off the async
-/// threads).
+/// The instance's MCP servers.
 async fn manager(s: &AppState, i: &Instance) -> Result<Option<McpManager>, ApiError> {
-    let (driver, directory) = (std::sync::Arc::clone(&s.inner.driver), i.directory.clone());
-    blocking(move || {
-        if !directory.is_dir() {
-            return Err(ApiError::not_found(format!("directory {} does not exist", directory.display())));
-        }
-        driver.mcp(&directory).map_err(ApiError::from)
-    })
-    .await
+    s.in_directory(i.directory.clone(), |driver, directory| driver.mcp(directory)).await
 }
 
 /// The instance's manager when it knows server `name`, else OpenCode's 404.

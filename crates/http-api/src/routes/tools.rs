@@ -21,7 +21,6 @@ use crate::extract::Dir;
 use crate::extract::Q;
 use crate::instance::Instance;
 use crate::state::AppState;
-use crate::state::blocking;
 
 pub(super) fn ops() -> Vec<Op> {
     vec![
@@ -68,9 +67,7 @@ async fn list_route(
     Ok(Json(items))
 }
 
-/// The instance's tools under the default agent (opening the runtime's Location reads configuration:
-/// off the async threads).
+/// The instance's tools under the default agent.
 async fn tools(s: &AppState, i: &Instance) -> Result<Option<LocationTools>, ApiError> {
-    let (driver, directory) = (std::sync::Arc::clone(&s.inner.driver), i.directory.clone());
-    blocking(move || driver.tools(&directory, None).map_err(ApiError::from)).await
+    s.in_directory(i.directory.clone(), |driver, directory| driver.tools(directory, None)).await
 }
