@@ -82,6 +82,7 @@
 
 mod cassette;
 mod fixtures;
+pub mod peer;
 mod response;
 mod server;
 

@@ -53,6 +53,17 @@ impl RecordedRequest {
 struct Inner {
     queue: VecDeque<MockResponse>,
     requests: Vec<RecordedRequest>,
+    responder: Option<Responder>,
+}
+
+/// Answers requests the queue has no response for.
+#[derive(Clone)]
+struct Responder(Arc<dyn Fn(&RecordedRequest) -> MockResponse + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder")
+    }
 }
 
 #[derive(Debug)]
@@ -130,6 +141,13 @@ impl MockProvider {
         self.shared.lock().requests.clone()
     }
 
+    /// Answers every request that finds the queue empty with `responder`'s response to it, instead of
+    /// the "no scripted response left" error. For peers that send a varying number of requests
+    /// concurrently (a title request beside the turn), where a FIFO script would race.
+    pub fn respond_with(&self, responder: impl Fn(&RecordedRequest) -> MockResponse + Send + Sync + 'static) {
+        self.shared.lock().responder = Some(Responder(Arc::new(responder)));
+    }
+
     /// The number of queued responses not yet served.
     pub fn remaining(&self) -> usize {
         self.shared.lock().queue.len()
@@ -163,13 +181,11 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
 
     let scripted = {
         let mut inner = shared.lock();
-        inner.requests.push(RecordedRequest {
-            method: method.clone(),
-            path_and_query: path_and_query.clone(),
-            headers,
-            body,
-        });
-        inner.queue.pop_front()
+        let request = RecordedRequest { method: method.clone(), path_and_query: path_and_query.clone(), headers, body };
+        let scripted = inner.queue.pop_front();
+        let responder = inner.responder.clone();
+        inner.requests.push(request.clone());
+        scripted.or_else(|| responder.map(|respond| (respond.0)(&request)))
     };
     let Some(scripted) = scripted else {
         return error_response(&format!("mock provider: no scripted response left for {method} {path_and_query}"));

@@ -218,6 +218,19 @@ async fn empty_queue_answers_500_and_still_records() {
 }
 
 #[tokio::test]
+async fn a_responder_answers_once_the_queue_is_empty() {
+    let provider = MockProvider::start().await.unwrap();
+    provider.push(MockResponse::json(200, &json!({"first": true})));
+    provider.respond_with(|request| MockResponse::json(200, &json!({"path": request.path_and_query})));
+    for expected in [json!({"first": true}), json!({"path": "/a"}), json!({"path": "/a"})] {
+        let response = client().post(format!("{}/a", provider.base_url())).body("{}").send().await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_eq!(body, expected);
+    }
+    assert_eq!(provider.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn invalid_scripted_header_is_reported() {
     let provider = MockProvider::start().await.unwrap();
     provider.push(MockResponse::new(200).header("bad header", "v"));

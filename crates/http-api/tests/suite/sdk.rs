@@ -1,6 +1,6 @@
 //! The official `@opencode-ai/sdk` npm package (pinned) against our server, from Node. The package is
-//! installed by this test into the target directory; without npm the test is skipped with a notice,
-//! except under CI where npm is required.
+//! installed into the target directory (`opencode_mock_provider::peer`); without npm the test is
+//! skipped with a notice, except under CI where npm is required.
 
 use std::path::Path;
 use std::path::PathBuf;
@@ -56,28 +56,7 @@ async fn smoke(sdk: PathBuf, url: String, dir: PathBuf, reply: &str) {
 }
 
 /// `node_modules/@opencode-ai/sdk` under the target dir, installing the pinned version once.
-fn install_sdk() -> Option<PathBuf> {
-    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("opencode-sdk");
-    let sdk = prefix.join("node_modules/@opencode-ai/sdk");
-    let marker = prefix.join(format!("{}.installed", SDK.replace(['/', '@'], "_")));
-    if marker.exists() {
-        return Some(sdk);
-    }
-    let tools =
-        Command::new("npm").arg("--version").output().is_ok() && Command::new("node").arg("--version").output().is_ok();
-    if !tools {
-        assert!(std::env::var_os("CI").is_none(), "npm and node are required under CI for the SDK test");
-        eprintln!("notice: npm/node not found; skipping the @opencode-ai/sdk test");
-        return None;
-    }
-    std::fs::create_dir_all(&prefix).unwrap();
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--no-save", "--prefix"])
-        .arg(&prefix)
-        .arg(SDK)
-        .status()
-        .unwrap();
-    assert!(status.success(), "npm install {SDK} failed");
-    std::fs::write(&marker, SDK).unwrap();
-    Some(sdk)
+pub fn install_sdk() -> Option<PathBuf> {
+    let prefix = opencode_mock_provider::peer::npm_install(Path::new(env!("CARGO_TARGET_TMPDIR")), SDK)?;
+    Some(prefix.join("node_modules/@opencode-ai/sdk"))
 }
