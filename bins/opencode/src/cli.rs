@@ -45,15 +45,19 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Port to listen on (0 picks a free one).
-    #[arg(long, default_value_t = opencode_http_api::DEFAULT_PORT)]
-    pub port: u16,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    pub hostname: String,
-    /// Extra origins allowed by CORS (repeatable).
+    /// Port to listen on (0 picks a free one) [default: config `server.port`, else 4096].
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Address to listen on [default: config `server.hostname`, else 127.0.0.1].
+    #[arg(long)]
+    pub hostname: Option<String>,
+    /// An origin whose web pages may call the server (repeatable; adds to config `server.cors`).
     #[arg(long)]
     pub cors: Vec<String>,
+    /// A host name clients may reach the server by, besides loopback names and IP addresses
+    /// (repeatable; adds to config `server.allowed_hosts`; `.example.com` allows subdomains).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]

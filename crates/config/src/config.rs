@@ -309,6 +309,13 @@ pub struct ServerConfig {
     pub mdns_domain: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cors: Vec<String>,
+    /// Host names requests may use besides loopback names and IP addresses (`.example.com` allows
+    /// subdomains).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_hosts: Vec<String>,
+    /// `false` refuses configuration changes and new MCP servers over HTTP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_config_changes: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -27,6 +27,13 @@ pub enum ApiError {
     /// Missing or wrong credentials (401 `UNAUTHORIZED`).
     #[error("{0}")]
     Unauthorized(String),
+    /// Refused whoever asks: a foreign `Host` or `Origin`, or a change the configuration forbids
+    /// (403 `FORBIDDEN`).
+    #[error("{0}")]
+    Forbidden(String),
+    /// A request body that is not JSON (415 `UNSUPPORTED_MEDIA_TYPE`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// The body is larger than the server accepts (413 `PAYLOAD_TOO_LARGE`).
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -45,6 +52,8 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -58,6 +67,8 @@ impl ApiError {
             Self::NotFound(_) => "NOT_FOUND",
             Self::Conflict(_) => "CONFLICT",
             Self::Unauthorized(_) => "UNAUTHORIZED",
+            Self::Forbidden(_) => "FORBIDDEN",
+            Self::UnsupportedMediaType(_) => "UNSUPPORTED_MEDIA_TYPE",
             Self::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
             Self::Unavailable(_) => "UNAVAILABLE",
             Self::Internal(_) => "INTERNAL",
@@ -67,7 +78,8 @@ impl ApiError {
     /// OpenCode's error `name` for this kind of failure.
     pub fn name(&self) -> &'static str {
         match self {
-            Self::BadRequest(_) | Self::PayloadTooLarge(_) => "BadRequest",
+            Self::BadRequest(_) | Self::PayloadTooLarge(_) | Self::UnsupportedMediaType(_) => "BadRequest",
+            Self::Forbidden(_) => "ForbiddenError",
             Self::NotFound(_) => "NotFoundError",
             Self::Conflict(_) => "SessionBusyError",
             Self::Unauthorized(_) => "UnauthorizedError",

@@ -47,6 +47,7 @@ mod driver;
 mod echo;
 mod error;
 mod extract;
+mod guard;
 mod instance;
 mod launch;
 mod middleware;

@@ -18,6 +18,7 @@ use sha2::Sha256;
 
 use crate::error::ApiError;
 use crate::extract::form_pairs;
+use crate::guard::cors_allowed;
 use crate::options::Credentials;
 use crate::state::AppState;
 
@@ -71,10 +72,10 @@ pub(crate) fn token_matches(expected: &Credentials, token: &str) -> bool {
     a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Answers preflights and adds `Access-Control-Allow-Origin` for allowed origins.
+/// Answers preflights and adds `Access-Control-Allow-Origin` for the configured origins only.
 pub(crate) async fn cors(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let origin = request.headers().get(header::ORIGIN).and_then(|o| o.to_str().ok()).map(str::to_owned);
-    let allowed = origin.filter(|o| origin_allowed(o, &state.inner.options.cors));
+    let allowed = origin.filter(|o| cors_allowed(o, &state.inner.options.cors));
     let preflight =
         request.method() == Method::OPTIONS && request.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
     let mut response = if preflight { StatusCode::NO_CONTENT.into_response() } else { next.run(request).await };
@@ -97,16 +98,6 @@ pub(crate) async fn cors(State(state): State<AppState>, request: Request, next: 
     response
 }
 
-/// OpenCode's defaults (local origins on any port, the desktop app, opencode.ai) plus the configured ones.
-fn origin_allowed(origin: &str, extra: &[String]) -> bool {
-    let local = ["http://localhost", "http://127.0.0.1", "https://localhost", "https://127.0.0.1"]
-        .iter()
-        .any(|base| origin == *base || origin.strip_prefix(base).is_some_and(|rest| rest.starts_with(':')));
-    let opencode =
-        origin.strip_prefix("https://").is_some_and(|host| host == "opencode.ai" || host.ends_with(".opencode.ai"));
-    local || opencode || origin.starts_with("tauri://") || extra.iter().any(|o| o == origin || o == "*")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,14 +112,5 @@ mod tests {
         assert!(!token_matches(&creds(), &STANDARD.encode("opencode:s3cre")));
         assert!(!token_matches(&creds(), &STANDARD.encode("other:s3cret")));
         assert!(!token_matches(&creds(), "not base64!"));
-    }
-
-    #[test]
-    fn local_and_configured_origins_are_allowed() {
-        assert!(origin_allowed("http://localhost:3000", &[]));
-        assert!(origin_allowed("https://app.opencode.ai", &[]));
-        assert!(!origin_allowed("http://localhost.evil.com", &[]));
-        assert!(!origin_allowed("https://evil.com", &[]));
-        assert!(origin_allowed("https://evil.com", &["https://evil.com".to_owned()]));
     }
 }

@@ -479,7 +479,8 @@ fn take_text(pending: &mut Vec<u8>) -> String {
 }
 
 /// 32 random bytes as hex.
-fn random_token() -> std::io::Result<String> {
+/// 32 bytes from the system's random source, as hex.
+pub(crate) fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())

@@ -16,6 +16,7 @@ use crate::bus::EventBus;
 use crate::driver::DriverEvent;
 use crate::error::ApiError;
 use crate::error::ServeError;
+use crate::guard;
 use crate::instance::Instances;
 use crate::middleware;
 use crate::options::ServerOptions;
@@ -185,6 +186,7 @@ fn router(
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::cors))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::guard))
         .with_state(state);
     (router, pty)
 }

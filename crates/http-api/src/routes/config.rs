@@ -76,6 +76,7 @@ async fn update_route(
     JsonBody(patch): JsonBody<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let patch = patch_object(patch)?;
+    s.inner.options.config_change(&format!("PATCH /config of {} (keys: {})", i.directory_str(), keys(&patch)))?;
     let instance = std::sync::Arc::clone(&i);
     let written = blocking(move || {
         if !instance.directory.is_dir() {
@@ -110,6 +111,7 @@ async fn update_global_route(
     JsonBody(patch): JsonBody<Value>,
 ) -> Result<Json<Value>, ApiError> {
     let patch = patch_object(patch)?;
+    s.inner.options.config_change(&format!("PATCH /global/config (keys: {})", keys(&patch)))?;
     let dir = s.inner.paths.config.clone();
     let config = blocking(move || {
         std::fs::create_dir_all(&dir)
@@ -147,6 +149,10 @@ fn dispose_all(s: &AppState) {
 
 fn announce_disposed(s: &AppState, directory: &str) {
     s.inner.bus.publish(Some(directory.to_owned()), "server.instance.disposed", json!({ "directory": directory }));
+}
+
+fn keys(patch: &Map<String, Value>) -> String {
+    patch.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
 }
 
 fn patch_object(patch: Value) -> Result<Map<String, Value>, ApiError> {

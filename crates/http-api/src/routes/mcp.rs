@@ -221,6 +221,11 @@ async fn add_route(
     {
         return Err(ApiError::bad("`timeout` must be a positive number of milliseconds"));
     }
+    let launches = match &body.config {
+        McpServerBody::Local { command, .. } => format!("runs `{}`", command.join(" ")),
+        McpServerBody::Remote { url, .. } => format!("at {url}"),
+    };
+    s.inner.options.config_change(&format!("POST /mcp adds server `{}` ({launches})", body.name))?;
     let entry = serde_json::to_value(&body.config)
         .and_then(serde_json::from_value)
         .map_err(|err| ApiError::bad(format!("invalid MCP server config: {err}")))?;

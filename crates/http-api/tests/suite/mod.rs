@@ -22,6 +22,7 @@ mod reload;
 mod replies;
 mod runtime;
 mod sdk;
+mod security;
 mod sessions;
 mod status;
 mod tools;
