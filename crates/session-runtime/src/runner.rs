@@ -270,6 +270,7 @@ impl Runner {
                 agent: agent.name.clone(),
                 replace: false,
             };
+            self.mcp_settled(location).await?;
             let had_epoch = self.read(|r, id| r.active_epoch(id)).await?.is_some();
             if !had_epoch {
                 // Before promotion: an unavailable baseline leaves the input pending and retryable.
@@ -303,6 +304,19 @@ impl Runner {
         }
         .instrument(span)
         .await
+    }
+
+    /// Waits for the Location's MCP servers that are still connecting, each bounded by its own
+    /// `timeout`, so that the turn's tool list (and a new baseline's MCP instructions) include every
+    /// server that can connect; one that fails or times out is left out with its status saying why.
+    /// Connected servers never make a turn wait, so the tool list changes between turns only when a
+    /// server connects, disconnects or announces a change.
+    async fn mcp_settled(&self, location: &Location) -> Flow<()> {
+        let Some(mcp) = location.tools.mcp() else { return Ok(()) };
+        tokio::select! {
+            () = mcp.settled() => Ok(()),
+            () = self.cancel.cancelled() => Err(Stop::Interrupted),
+        }
     }
 
     async fn provider_turn(

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use opencode_config::AgentMode;
 use opencode_config::commands::{self, Command, Expander, SystemShell};
+use opencode_session_runtime::mcp::ServerStatus;
 use opencode_session_runtime::{
     DrainOutcome, ModelChoice, PromptFile, PromptRequest, RunResult, SessionRuntime, SubtaskPrompt,
 };
@@ -81,6 +82,7 @@ pub fn run(context: &Context, mut args: RunArgs) -> Result<(), CliError> {
         };
         request.model = model;
         request.agent = args.agent.clone();
+        tokio::spawn(report_left_out_servers(engine.runtime.clone(), context.cwd.clone()));
         let printer = Printer::new(args.format, args.thinking, &session.id);
         drive(&engine.runtime, &engine.permissions, request, printer, args.auto).await.map(|result| (session, result))
     });
@@ -96,6 +98,18 @@ pub fn run(context: &Context, mut args: RunArgs) -> Result<(), CliError> {
         }
         DrainOutcome::Interrupted => Err(CliError::Interrupted),
         DrainOutcome::Failed { message, hint } => Err(CliError::Failed { message, hint }),
+    }
+}
+
+/// Tells the user which MCP servers the run goes without, once every server has finished connecting
+/// (the first turn waits for those, each within its `timeout`).
+async fn report_left_out_servers(runtime: SessionRuntime, directory: PathBuf) {
+    let Ok(Ok(Some(mcp))) = tokio::task::spawn_blocking(move || runtime.mcp(&directory)).await else { return };
+    mcp.settled().await;
+    for (name, status) in mcp.statuses() {
+        if !matches!(status, ServerStatus::Connected | ServerStatus::Disabled | ServerStatus::Connecting) {
+            eprintln!("warning: MCP server `{name}` is left out: {status}");
+        }
     }
 }
 

@@ -363,3 +363,31 @@ fn a_subtask_command_runs_its_agent_in_a_child_session_before_the_model_summaris
     );
     assert_eq!(parent.last().unwrap(), &format!("user: {}", opencode_session_runtime::SUBTASK_SUMMARY_PROMPT));
 }
+
+/// The real `@modelcontextprotocol/server-everything` (from npm) is configured: the first and only
+/// model request already offers its tools (the turn waited for it to connect). A server that never
+/// answers is left out after its own `timeout`, and the user is told.
+#[test]
+fn mcp_tools_are_offered_in_the_first_turn() {
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let spec = "@modelcontextprotocol/server-everything@2026.8.31";
+    let Some(prefix) = opencode_mock_provider::peer::npm_install(cache, spec) else { return };
+    let everything = prefix.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let stuck = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/mcp/tests/servers/scripted.mjs");
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    mock.push(text("ok"));
+    let mcp = json!({"mcp": {
+        "everything": {"type": "local", "command": ["node", everything, "stdio"]},
+        "stuck": {"type": "local", "command": ["node", stuck, "--stuck"], "timeout": 1000}
+    }});
+    let output = home.run_with(&mock, mcp, &["say", "hi"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(mock.requests().len(), 1);
+    let request = mock.requests()[0].body_json().unwrap();
+    let tools: Vec<&str> =
+        request["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(tools.contains(&"everything_echo"), "{tools:?}");
+    assert!(!tools.iter().any(|name| name.starts_with("stuck_")), "{tools:?}");
+    assert!(stderr(&output).contains("warning: MCP server `stuck` is left out: failed"), "{}", stderr(&output));
+}

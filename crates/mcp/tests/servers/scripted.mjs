@@ -1,12 +1,14 @@
 // A scripted MCP server over stdio (newline-delimited JSON-RPC) for failure tests.
 // Tools: ok (echoes its arguments), crash (exits mid-call), hang (never answers),
 // grow (adds the tool `extra` and sends notifications/tools/list_changed).
-// Flags: --stuck (never answers initialize), --pid-file <path>.
+// Flags: --stuck (never answers initialize), --slow-start <ms> (answers initialize that late),
+// --pid-file <path>.
 import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const args = process.argv.slice(2);
 const stuck = args.includes("--stuck");
+const slowStart = args.indexOf("--slow-start") >= 0 ? Number(args[args.indexOf("--slow-start") + 1]) : 0;
 const pidFile = args.indexOf("--pid-file") >= 0 ? args[args.indexOf("--pid-file") + 1] : null;
 if (pidFile) writeFileSync(pidFile, String(process.pid));
 
@@ -22,8 +24,9 @@ createInterface({ input: process.stdin }).on("line", (line) => {
   switch (method) {
     case "initialize":
       if (stuck) return;
-      return send({ id, result: { protocolVersion: params.protocolVersion, capabilities: { tools: { listChanged: true } },
-        serverInfo: { name: "scripted", version: "1.0.0" }, instructions: "Scripted server: call ok first." } });
+      return setTimeout(() => send({ id, result: { protocolVersion: params.protocolVersion,
+        capabilities: { tools: { listChanged: true } }, serverInfo: { name: "scripted", version: "1.0.0" },
+        instructions: "Scripted server: call ok first." } }), slowStart);
     case "ping":
       return send({ id, result: {} });
     case "tools/list":

@@ -83,3 +83,40 @@ async fn a_server_added_at_run_time_serves_the_next_turn_until_disconnected_or_r
     let tools = turn(&runtime, &mock, &session.id).await;
     assert!(!tools.iter().any(|name| name.starts_with("scripted_")), "{tools:?}");
 }
+
+/// A configured server that is still connecting when the first prompt arrives is waited for (within
+/// its `timeout`): the first request already offers its tools and its instructions. A server that
+/// never answers is left out once its own `timeout` passes, with its status saying why.
+#[tokio::test]
+async fn the_first_turn_waits_for_servers_still_connecting() {
+    if !node() {
+        return;
+    }
+    let mock = MockProvider::start().await.unwrap();
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/scripted.mjs");
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+                     "models": {"m": {"tool_call": true}}}},
+        "mcp": {
+            "slow": {"type": "local", "command": ["node", &script, "--slow-start", "1500"], "timeout": 20000},
+            "stuck": {"type": "local", "command": ["node", &script, "--stuck"], "timeout": 1000}
+        }
+    }))
+    .unwrap();
+    let permissions = Arc::new(Permissions::in_memory());
+    let (runtime, _store) = super::support::runtime_with_standard_tools(config, Paths::under(data.path()), permissions);
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+
+    let tools = turn(&runtime, &mock, &session.id).await;
+    assert!(tools.contains(&"slow_ok".to_owned()), "{tools:?}");
+    assert!(!tools.iter().any(|name| name.starts_with("stuck_")), "{tools:?}");
+    let system = mock.requests()[0].body_json().unwrap()["messages"][0]["content"].to_string();
+    assert!(system.contains("Scripted server: call ok first."), "{system}");
+    let manager = runtime.mcp(project.path()).unwrap().unwrap();
+    assert!(matches!(manager.status("stuck"), Some(ServerStatus::Failed { .. })), "{:?}", manager.status("stuck"));
+
+    // Later turns offer the same tools: nothing connected, disconnected or changed in between.
+    assert_eq!(turn(&runtime, &mock, &session.id).await, tools);
+}
