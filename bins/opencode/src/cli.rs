@@ -5,14 +5,65 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "opencode", version, about = "The open source AI coding agent")]
+#[command(
+    name = "opencode",
+    version,
+    about = "The open source AI coding agent",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+    /// Without a command: the terminal UI, on a private server started in-process.
+    #[command(flatten)]
+    pub tui: TuiArgs,
+}
+
+/// `opencode [project]`: the terminal UI on this machine.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TuiArgs {
+    /// The project directory (default: the current one).
+    pub project: Option<PathBuf>,
+    #[command(flatten)]
+    pub open: OpenArgs,
+}
+
+/// `opencode attach URL`: the terminal UI on a running server.
+#[derive(Debug, clap::Args)]
+pub struct AttachArgs {
+    /// The server's URL, e.g. http://127.0.0.1:4096 (ours or OpenCode's).
+    pub url: String,
+    /// The directory whose sessions to show (default: the current one).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// The server's password (default: OPENCODE_SERVER_PASSWORD).
+    #[arg(short, long)]
+    pub password: Option<String>,
+    #[command(flatten)]
+    pub open: OpenArgs,
+}
+
+/// What the terminal UI opens with.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OpenArgs {
+    /// Continue the latest session of the directory.
+    #[arg(short = 'c', long = "continue", conflicts_with = "session")]
+    pub continue_last: bool,
+    /// Open this session.
+    #[arg(short, long)]
+    pub session: Option<String>,
+    /// The agent to start with.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// A prompt to send at once.
+    #[arg(long)]
+    pub prompt: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the terminal UI on a running server (ours or OpenCode's).
+    Attach(AttachArgs),
     /// Run opencode with a message, headless: streams the answer, then exits.
     Run(RunArgs),
     /// List, show and delete sessions.

@@ -8,6 +8,7 @@ mod output;
 mod run;
 mod serve;
 mod sessions;
+mod tui;
 
 use crate::cli::{Cli, Command, DebugCommand};
 use crate::context::Context;
@@ -15,7 +16,9 @@ use crate::error::CliError;
 
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let context = Context::load()?;
-    match cli.command {
+    let Some(command) = cli.command else { return tui::local(&context, cli.tui) };
+    match command {
+        Command::Attach(args) => tui::attach(&context, args),
         Command::Run(args) => run::run(&context, args),
         Command::Session(command) => sessions::run(&context, command),
         Command::Export { session } => sessions::export(&context, session.as_deref()),

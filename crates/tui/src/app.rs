@@ -1,0 +1,529 @@
+//! The TUI's state and how it changes: keys, server events and the results of calls go in; the
+//! calls to make come out as [`Command`]s. Nothing here does I/O, so every behaviour is testable by
+//! feeding messages and looking at the state or a rendered frame.
+
+use std::collections::HashMap;
+
+use crossterm::event::KeyCode;
+use crossterm::event::KeyEvent;
+use crossterm::event::KeyModifiers;
+use opencode_client::Agent;
+use opencode_client::Event;
+use opencode_client::Message;
+use opencode_client::PartKind;
+use opencode_client::PermissionReply;
+use opencode_client::PermissionRequest;
+use opencode_client::Providers;
+use opencode_client::Role;
+use opencode_client::Session;
+use opencode_client::SessionStatus;
+
+use crate::input::Input;
+use crate::theme::Theme;
+use crate::transcript;
+use crate::transcript::Transcript;
+
+/// A call to make; its result comes back as a [`Msg`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    LoadSessions,
+    LoadAgents,
+    LoadProviders,
+    LoadPermissions,
+    OpenSession(String),
+    /// Creates a session first when `session` is `None`.
+    Prompt {
+        session: Option<String>,
+        text: String,
+        agent: Option<String>,
+    },
+    Shell {
+        session: Option<String>,
+        command: String,
+        agent: String,
+    },
+    Abort(String),
+    Reply {
+        request: String,
+        reply: PermissionReply,
+        message: Option<String>,
+    },
+    Revert {
+        session: String,
+        message: String,
+    },
+    Unrevert(String),
+    Compact {
+        session: String,
+        provider: String,
+        model: String,
+    },
+}
+
+/// Everything that can change the state.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Paste(String),
+    Server(Event),
+    Disconnected(String),
+    Reconnected,
+    Sessions(Vec<Session>),
+    Agents(Vec<Agent>),
+    Providers(Providers),
+    Permissions(Vec<PermissionRequest>),
+    /// A session and its messages (opened, or just created for a prompt).
+    Opened(Session, Vec<Message>),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    Connected,
+    Reconnecting(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Sessions { selected: usize },
+    Help,
+}
+
+pub struct App {
+    pub theme: Theme,
+    pub connection: Connection,
+    pub session: Option<Session>,
+    pub messages: Vec<Message>,
+    pub(crate) revisions: HashMap<String, u64>,
+    next_revision: u64,
+    pub transcript: Transcript,
+    pub busy: bool,
+    pub sessions: Vec<Session>,
+    /// Primary agents (Tab cycles them).
+    pub agents: Vec<Agent>,
+    pub agent: usize,
+    /// The agent to select once the agents are known (`--agent`).
+    pub preferred_agent: Option<String>,
+    pub providers: Providers,
+    pub permissions: Vec<PermissionRequest>,
+    /// 0 allow once, 1 allow always, 2 reject.
+    pub permission_choice: usize,
+    pub input: Input,
+    /// Rows scrolled up from the bottom of the transcript.
+    pub scroll: usize,
+    pub overlay: Overlay,
+    pub options: transcript::Options,
+    /// A one-line notice in the status line (an error or a hint), until the next key.
+    pub notice: Option<String>,
+    /// Prompts typed while disconnected, sent once the server is back.
+    pub queued: Vec<Command>,
+    leader: bool,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(theme: Theme) -> Self {
+        Self {
+            theme,
+            connection: Connection::Connected,
+            session: None,
+            messages: Vec::new(),
+            revisions: HashMap::new(),
+            next_revision: 1,
+            transcript: Transcript::default(),
+            busy: false,
+            sessions: Vec::new(),
+            agents: Vec::new(),
+            agent: 0,
+            preferred_agent: None,
+            providers: Providers::default(),
+            permissions: Vec::new(),
+            permission_choice: 0,
+            input: Input::default(),
+            scroll: 0,
+            overlay: Overlay::None,
+            options: transcript::Options::default(),
+            notice: None,
+            queued: Vec::new(),
+            leader: false,
+            quit: false,
+        }
+    }
+
+    /// The calls to make at start: what the screens need, and the session to show.
+    pub fn start(&mut self, session: Option<String>) -> Vec<Command> {
+        let mut commands =
+            vec![Command::LoadAgents, Command::LoadProviders, Command::LoadSessions, Command::LoadPermissions];
+        commands.extend(session.map(Command::OpenSession));
+        commands
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Command> {
+        match msg {
+            Msg::Key(key) => self.key(key),
+            Msg::Paste(text) => {
+                self.input.insert_str(&text);
+                Vec::new()
+            }
+            Msg::Server(event) => self.event(event),
+            Msg::Disconnected(reason) => {
+                self.connection = Connection::Reconnecting(reason);
+                Vec::new()
+            }
+            Msg::Reconnected => {
+                self.connection = Connection::Connected;
+                let mut commands = vec![Command::LoadSessions, Command::LoadPermissions];
+                commands.extend(self.session.as_ref().map(|s| Command::OpenSession(s.id.clone())));
+                commands.append(&mut self.queued);
+                commands
+            }
+            Msg::Sessions(sessions) => {
+                self.sessions = sessions.into_iter().filter(|s| s.parent_id.is_none()).collect();
+                Vec::new()
+            }
+            Msg::Agents(agents) => {
+                self.agents = agents.into_iter().filter(|a| a.mode != "subagent" && !a.hidden).collect();
+                let wanted = self.preferred_agent.as_deref().unwrap_or("build");
+                self.agent = self.agents.iter().position(|a| a.name == wanted).unwrap_or(0);
+                Vec::new()
+            }
+            Msg::Providers(providers) => {
+                self.providers = providers;
+                Vec::new()
+            }
+            Msg::Permissions(permissions) => {
+                self.permissions = permissions;
+                Vec::new()
+            }
+            Msg::Opened(session, messages) => {
+                self.open(session, messages);
+                Vec::new()
+            }
+            Msg::Failed(message) => {
+                self.notice = Some(message);
+                Vec::new()
+            }
+        }
+    }
+
+    fn open(&mut self, session: Session, messages: Vec<Message>) {
+        let same = self.session.as_ref().is_some_and(|s| s.id == session.id);
+        if !same {
+            self.scroll = 0;
+            self.busy = false;
+        }
+        self.session = Some(session);
+        self.messages = messages;
+        for message in &self.messages {
+            let revision = self.next_revision;
+            self.next_revision += 1;
+            self.revisions.insert(message.info.id.clone(), revision);
+        }
+        let ids: std::collections::HashSet<String> = self.messages.iter().map(|m| m.info.id.clone()).collect();
+        self.transcript.retain(|id| ids.contains(id));
+        self.revisions.retain(|id, _| ids.contains(id));
+    }
+
+    fn event(&mut self, event: Event) -> Vec<Command> {
+        match &event {
+            Event::PermissionAsked(request) => {
+                if !self.permissions.iter().any(|p| p.id == request.id) {
+                    self.permissions.push(request.clone());
+                }
+                return Vec::new();
+            }
+            Event::PermissionReplied { request_id, .. } => {
+                self.permissions.retain(|p| &p.id != request_id);
+                return Vec::new();
+            }
+            Event::SessionCreated(session) | Event::SessionUpdated(session) if session.parent_id.is_none() => {
+                match self.sessions.iter_mut().find(|s| s.id == session.id) {
+                    Some(known) => *known = session.clone(),
+                    None => self.sessions.insert(0, session.clone()),
+                }
+            }
+            Event::SessionDeleted(session) => self.sessions.retain(|s| s.id != session.id),
+            _ => {}
+        }
+        let Some(current) = self.session.as_ref().map(|s| s.id.clone()) else { return Vec::new() };
+        if event.session_id() != Some(current.as_str()) {
+            return Vec::new();
+        }
+        match &event {
+            Event::SessionUpdated(session) => self.session = Some(session.clone()),
+            Event::SessionStatus { status, .. } => self.busy = *status != SessionStatus::Idle,
+            Event::SessionIdle { .. } => self.busy = false,
+            Event::SessionError { error, .. } => {
+                let message = error.pointer("/data/message").and_then(|m| m.as_str()).unwrap_or("the turn failed");
+                self.notice = Some(message.to_owned());
+            }
+            _ => {}
+        }
+        let touched = touched_message(&event);
+        if opencode_client::apply(&mut self.messages, &event)
+            && let Some(id) = touched
+        {
+            self.bump(&id);
+        }
+        // A finished turn: refetch, so the view is exactly what the server stored.
+        if event.is_idle(&current) { vec![Command::OpenSession(current)] } else { Vec::new() }
+    }
+
+    fn bump(&mut self, message_id: &str) {
+        self.revisions.insert(message_id.to_owned(), self.next_revision);
+        self.next_revision += 1;
+    }
+
+    /// The messages shown: those before a staged revert.
+    pub fn visible(&self) -> &[Message] {
+        let Some(revert) = self.session.as_ref().and_then(|s| s.revert.as_ref()) else { return &self.messages };
+        let end = self.messages.iter().position(|m| m.info.id >= revert.message_id).unwrap_or(self.messages.len());
+        &self.messages[..end]
+    }
+
+    /// How many user messages a staged revert hides.
+    pub fn reverted(&self) -> usize {
+        self.messages[self.visible().len()..].iter().filter(|m| m.info.role == Role::User).count()
+    }
+
+    /// The permission request the dialog shows: the oldest pending one.
+    pub fn permission(&self) -> Option<&PermissionRequest> {
+        self.permissions.first()
+    }
+
+    pub fn agent_name(&self) -> &str {
+        self.agents.get(self.agent).map_or("build", |a| a.name.as_str())
+    }
+
+    /// `(provider, model)` of the session: its last answer's, else the default one.
+    pub fn model(&self) -> Option<(String, String)> {
+        let answered =
+            self.messages.iter().rev().find_map(|m| Some((m.info.provider_id.clone()?, m.info.model_id.clone()?)));
+        answered.or_else(|| {
+            let provider = self.providers.providers.first()?;
+            let model = self.providers.default.get(&provider.id)?.as_str()?;
+            Some((provider.id.clone(), model.to_owned()))
+        })
+    }
+
+    /// Context tokens of the last answer and the model's context limit.
+    pub fn context(&self) -> (u64, Option<u64>, f64) {
+        let cost = self.messages.iter().filter_map(|m| m.info.cost).sum();
+        let used = self
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| m.info.tokens.as_ref().filter(|t| t.input + t.output > 0))
+            .map_or(0, |t| t.input + t.output + t.reasoning + t.cache.read + t.cache.write);
+        let limit = self.model().and_then(|(provider, model)| {
+            let provider = self.providers.providers.iter().find(|p| p.id == provider)?;
+            provider.models.get(&model)?.pointer("/limit/context")?.as_u64()
+        });
+        (used, limit, cost)
+    }
+
+    fn key(&mut self, key: KeyEvent) -> Vec<Command> {
+        self.notice = None;
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') && self.input.is_empty() || ctrl && key.code == KeyCode::Char('d') {
+            self.quit = true;
+            return Vec::new();
+        }
+        if self.leader {
+            self.leader = false;
+            return self.leader_key(key);
+        }
+        if ctrl && key.code == KeyCode::Char('x') {
+            self.leader = true;
+            return Vec::new();
+        }
+        match &self.overlay {
+            Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
+            Overlay::Help => {
+                self.overlay = Overlay::None;
+                return Vec::new();
+            }
+            Overlay::None => {}
+        }
+        if self.permission().is_some() {
+            return self.permission_key(key);
+        }
+        match key.code {
+            KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert('\n'),
+            KeyCode::Enter => return self.submit(),
+            KeyCode::Esc => {
+                if self.busy
+                    && let Some(session) = &self.session
+                {
+                    return vec![Command::Abort(session.id.clone())];
+                }
+            }
+            KeyCode::Tab | KeyCode::BackTab if !self.agents.is_empty() => {
+                let n = self.agents.len();
+                self.agent = if key.code == KeyCode::Tab { (self.agent + 1) % n } else { (self.agent + n - 1) % n };
+            }
+            KeyCode::PageUp => self.scroll += 10,
+            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            _ => self.input.key(key),
+        }
+        Vec::new()
+    }
+
+    fn leader_key(&mut self, key: KeyEvent) -> Vec<Command> {
+        match key.code {
+            KeyCode::Char('n') => self.new_session(),
+            KeyCode::Char('l') => self.overlay = Overlay::Sessions { selected: 0 },
+            KeyCode::Char('u') => return self.undo(),
+            KeyCode::Char('r') => return self.redo(),
+            KeyCode::Char('c') => return self.compact(),
+            KeyCode::Char('h') => self.overlay = Overlay::Help,
+            KeyCode::Char('q') => self.quit = true,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn sessions_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let last = self.sessions.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up => self.overlay = Overlay::Sessions { selected: selected.saturating_sub(1) },
+            KeyCode::Down => self.overlay = Overlay::Sessions { selected: (selected + 1).min(last) },
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if let Some(session) = self.sessions.get(selected) {
+                    return vec![Command::OpenSession(session.id.clone())];
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn permission_key(&mut self, key: KeyEvent) -> Vec<Command> {
+        let Some(request) = self.permission().map(|p| p.id.clone()) else { return Vec::new() };
+        let choice = match key.code {
+            KeyCode::Left => {
+                self.permission_choice = self.permission_choice.saturating_sub(1);
+                return Vec::new();
+            }
+            KeyCode::Right => {
+                self.permission_choice = (self.permission_choice + 1).min(2);
+                return Vec::new();
+            }
+            KeyCode::Enter => self.permission_choice,
+            KeyCode::Char('1' | 'o') => 0,
+            KeyCode::Char('2' | 'a') => 1,
+            KeyCode::Char('3' | 'r') | KeyCode::Esc => 2,
+            _ => {
+                // Typing goes to the rejection message.
+                self.input.key(key);
+                return Vec::new();
+            }
+        };
+        let reply = [PermissionReply::Once, PermissionReply::Always, PermissionReply::Reject][choice];
+        let message = (reply == PermissionReply::Reject && !self.input.is_empty()).then(|| self.input.take());
+        self.permissions.retain(|p| p.id != request);
+        self.permission_choice = 0;
+        vec![Command::Reply { request, reply, message }]
+    }
+
+    fn submit(&mut self) -> Vec<Command> {
+        let text = self.input.take();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Vec::new();
+        }
+        self.scroll = 0;
+        if let Some(command) = trimmed.strip_prefix('/') {
+            return self.slash(command.trim());
+        }
+        let session = self.session.as_ref().map(|s| s.id.clone());
+        let command = match trimmed.strip_prefix('!') {
+            Some(shell) => {
+                Command::Shell { session, command: shell.trim().to_owned(), agent: self.agent_name().to_owned() }
+            }
+            None => {
+                Command::Prompt { session, text: text.trim_end().to_owned(), agent: Some(self.agent_name().to_owned()) }
+            }
+        };
+        if self.connection != Connection::Connected {
+            self.notice = Some("not connected: the prompt is sent once the server is back".to_owned());
+            self.queued.push(command);
+            return Vec::new();
+        }
+        vec![command]
+    }
+
+    fn slash(&mut self, command: &str) -> Vec<Command> {
+        match command {
+            "new" | "clear" => self.new_session(),
+            "sessions" | "resume" | "continue" => self.overlay = Overlay::Sessions { selected: 0 },
+            "undo" => return self.undo(),
+            "redo" => return self.redo(),
+            "compact" | "summarize" => return self.compact(),
+            "thinking" => self.options.thinking = !self.options.thinking,
+            "help" => self.overlay = Overlay::Help,
+            "exit" | "quit" | "q" => self.quit = true,
+            other => self.notice = Some(format!("unknown command /{other} (/help lists them)")),
+        }
+        Vec::new()
+    }
+
+    fn new_session(&mut self) {
+        self.session = None;
+        self.messages.clear();
+        self.scroll = 0;
+        self.busy = false;
+    }
+
+    /// Stages the removal of the last shown user message and what followed, and puts its text back
+    /// into the input (as OpenCode does).
+    fn undo(&mut self) -> Vec<Command> {
+        let Some(session) = self.session.as_ref().map(|s| s.id.clone()) else { return Vec::new() };
+        let Some(last) = self.visible().iter().rev().find(|m| m.info.role == Role::User) else {
+            self.notice = Some("nothing to undo".to_owned());
+            return Vec::new();
+        };
+        let text: String = last
+            .parts
+            .iter()
+            .filter_map(|p| match &p.kind {
+                PartKind::Text { text, synthetic } if synthetic != &Some(true) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let message = last.info.id.clone();
+        self.input.set(&text);
+        vec![Command::Revert { session, message }]
+    }
+
+    fn redo(&mut self) -> Vec<Command> {
+        match &self.session {
+            Some(session) if session.revert.is_some() => vec![Command::Unrevert(session.id.clone())],
+            _ => {
+                self.notice = Some("nothing to redo".to_owned());
+                Vec::new()
+            }
+        }
+    }
+
+    fn compact(&mut self) -> Vec<Command> {
+        let (Some(session), Some((provider, model))) = (self.session.as_ref(), self.model()) else {
+            self.notice = Some("nothing to compact yet".to_owned());
+            return Vec::new();
+        };
+        vec![Command::Compact { session: session.id.clone(), provider, model }]
+    }
+}
+
+/// The message an event changes.
+fn touched_message(event: &Event) -> Option<String> {
+    match event {
+        Event::MessageUpdated(info) => Some(info.id.clone()),
+        Event::PartUpdated(part) => Some(part.message_id.clone()),
+        Event::PartDelta { message_id, .. } | Event::PartRemoved { message_id, .. } => Some(message_id.clone()),
+        _ => None,
+    }
+}

@@ -1,0 +1,210 @@
+//! The terminal loop: keys, server events and call results go into the [`App`]; its commands run as
+//! tasks on the client; a frame is drawn only when something changed, at most one per 16 ms. Nothing
+//! wakes the loop while nothing happens, so an idle TUI uses no CPU.
+
+use std::io::Stdout;
+use std::time::Duration;
+use std::time::Instant;
+
+use crossterm::event::DisableBracketedPaste;
+use crossterm::event::EnableBracketedPaste;
+use crossterm::event::EventStream as TerminalEvents;
+use crossterm::event::KeyEventKind;
+use crossterm::execute;
+use crossterm::terminal::EnterAlternateScreen;
+use crossterm::terminal::LeaveAlternateScreen;
+use crossterm::terminal::disable_raw_mode;
+use crossterm::terminal::enable_raw_mode;
+use futures_util::StreamExt;
+use opencode_client::Client;
+use opencode_client::PromptBody;
+use opencode_client::StreamItem;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use tokio::sync::mpsc;
+
+use crate::app::App;
+use crate::app::Command;
+use crate::app::Msg;
+use crate::theme::Theme;
+
+/// One frame per 60 Hz refresh at most: streaming deltas between two frames share one draw.
+const FRAME: Duration = Duration::from_millis(16);
+
+/// What the TUI opens with.
+#[derive(Debug, Clone, Default)]
+pub struct TuiOptions {
+    /// The session to show first (`--session`, or the latest with `--continue`).
+    pub session: Option<String>,
+    /// A prompt to send at once (`--prompt`).
+    pub prompt: Option<String>,
+    /// The agent to start with (`--agent`).
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error("the terminal failed: {0}")]
+    Terminal(#[from] std::io::Error),
+    #[error(transparent)]
+    Client(#[from] opencode_client::ClientError),
+}
+
+/// Runs the TUI on this terminal against `client`'s server until the user quits.
+pub async fn run(client: Client, options: TuiOptions) -> Result<(), TuiError> {
+    // Fail before taking over the terminal when the server is not there.
+    client.health().await?;
+    let mut terminal = enter()?;
+    let result = event_loop(&mut terminal, client, options).await;
+    leave(&mut terminal);
+    result
+}
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+fn enter() -> std::io::Result<Term> {
+    enable_raw_mode()?;
+    execute!(std::io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    // A panic must not leave the terminal in raw mode on the alternate screen.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _restored = disable_raw_mode();
+        let _left = execute!(std::io::stdout(), LeaveAlternateScreen, DisableBracketedPaste);
+        previous(info);
+    }));
+    Terminal::new(CrosstermBackend::new(std::io::stdout()))
+}
+
+fn leave(terminal: &mut Term) {
+    let _restored = disable_raw_mode();
+    let _left = execute!(terminal.backend_mut(), LeaveAlternateScreen, DisableBracketedPaste);
+    let _shown = terminal.show_cursor();
+}
+
+async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) -> Result<(), TuiError> {
+    let mut app = App::new(Theme::default());
+    let (results, mut done) = mpsc::unbounded_channel::<Msg>();
+    let mut keys = TerminalEvents::new();
+    let mut server = client.events();
+    app.preferred_agent = options.agent;
+    let mut commands = app.start(options.session);
+    if let Some(prompt) = options.prompt {
+        app.input.set(&prompt);
+        commands.extend(app.update(Msg::Key(enter_key())));
+    }
+    let mut dirty = true;
+    let mut last_frame = Instant::now() - FRAME;
+    loop {
+        for command in commands.drain(..) {
+            tokio::spawn(execute(client.clone(), command, results.clone()));
+        }
+        if app.quit {
+            return Ok(());
+        }
+        let next_frame = last_frame + FRAME;
+        let msg = tokio::select! {
+            key = keys.next() => match key {
+                Some(Ok(crossterm::event::Event::Key(key))) if key.kind != KeyEventKind::Release => Some(Msg::Key(key)),
+                Some(Ok(crossterm::event::Event::Paste(text))) => Some(Msg::Paste(text)),
+                Some(Ok(crossterm::event::Event::Resize(..))) => {
+                    dirty = true;
+                    None
+                }
+                Some(Ok(_)) => None,
+                Some(Err(err)) => return Err(err.into()),
+                None => return Ok(()),
+            },
+            item = server.next() => match item {
+                Some(StreamItem::Event { event, .. }) => Some(Msg::Server(event)),
+                Some(StreamItem::Disconnected(reason)) => Some(Msg::Disconnected(reason)),
+                Some(StreamItem::Reconnected) => Some(Msg::Reconnected),
+                None => None,
+            },
+            Some(result) = done.recv() => Some(result),
+            () = tokio::time::sleep_until(next_frame.into()), if dirty => {
+                terminal.draw(|frame| crate::view::draw(frame, &mut app))?;
+                last_frame = Instant::now();
+                dirty = false;
+                None
+            }
+        };
+        if let Some(msg) = msg {
+            commands = app.update(msg);
+            dirty = true;
+        }
+    }
+}
+
+fn enter_key() -> crossterm::event::KeyEvent {
+    crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Enter, crossterm::event::KeyModifiers::NONE)
+}
+
+/// Runs one command and reports its result (or its failure, as a one-line notice).
+async fn execute(client: Client, command: Command, results: mpsc::UnboundedSender<Msg>) {
+    let msg = match run_command(&client, command, &results).await {
+        Ok(Some(msg)) => msg,
+        Ok(None) => return,
+        Err(err) => Msg::Failed(err.to_string()),
+    };
+    let _closed = results.send(msg);
+}
+
+async fn run_command(
+    client: &Client,
+    command: Command,
+    results: &mpsc::UnboundedSender<Msg>,
+) -> Result<Option<Msg>, opencode_client::ClientError> {
+    Ok(Some(match command {
+        Command::LoadSessions => Msg::Sessions(client.sessions().await?),
+        Command::LoadAgents => Msg::Agents(client.agents().await?),
+        Command::LoadProviders => Msg::Providers(client.providers().await?),
+        Command::LoadPermissions => Msg::Permissions(client.permissions().await?),
+        Command::OpenSession(id) => {
+            let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
+            Msg::Opened(session, messages)
+        }
+        Command::Prompt { session, text, agent } => {
+            let id = session_for(client, session, results).await?;
+            let body = PromptBody { agent, ..PromptBody::text(text) };
+            client.prompt_async_with(&id, &body).await?;
+            return Ok(None);
+        }
+        Command::Shell { session, command, agent } => {
+            let id = session_for(client, session, results).await?;
+            client.shell(&id, &agent, &command).await?;
+            return Ok(None);
+        }
+        Command::Abort(id) => {
+            client.abort(&id).await?;
+            return Ok(None);
+        }
+        Command::Reply { request, reply, message } => {
+            client.reply_permission(&request, reply, message.as_deref()).await?;
+            return Ok(None);
+        }
+        Command::Revert { session, message } => {
+            Msg::Opened(client.revert(&session, &message).await?, client.messages(&session).await?)
+        }
+        Command::Unrevert(session) => Msg::Opened(client.unrevert(&session).await?, client.messages(&session).await?),
+        Command::Compact { session, provider, model } => {
+            client.compact(&session, &provider, &model).await?;
+            return Ok(None);
+        }
+    }))
+}
+
+/// `session`, or a new one, announced to the app before the prompt is sent so that the turn's events
+/// find it open.
+async fn session_for(
+    client: &Client,
+    session: Option<String>,
+    results: &mpsc::UnboundedSender<Msg>,
+) -> Result<String, opencode_client::ClientError> {
+    if let Some(id) = session {
+        return Ok(id);
+    }
+    let created = client.create_session(None).await?;
+    let id = created.id.clone();
+    let _closed = results.send(Msg::Opened(created, Vec::new()));
+    Ok(id)
+}

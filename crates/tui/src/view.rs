@@ -1,0 +1,238 @@
+//! Drawing a frame from the state: the transcript, a permission dialog, the prompt box, the status
+//! line, and the overlays. Any size works, down to a few cells (nothing is drawn that does not fit).
+
+use ratatui::Frame;
+use ratatui::layout::Constraint;
+use ratatui::layout::Layout;
+use ratatui::layout::Position;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::text::Span;
+use ratatui::widgets::Block;
+use ratatui::widgets::Borders;
+use ratatui::widgets::Clear;
+use ratatui::widgets::Paragraph;
+
+use crate::app::App;
+use crate::app::Connection;
+use crate::app::Overlay;
+
+/// Rows of the prompt box's text at most (it grows with the prompt up to this).
+const MAX_INPUT_ROWS: u16 = 8;
+
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    let input_rows = (app.input.text().lines().count().max(1) as u16 + u16::from(app.input.text().ends_with('\n')))
+        .min(MAX_INPUT_ROWS);
+    let dialog_rows = if app.permission().is_some() { 5 } else { 0 };
+    let [body, dialog, prompt, status] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(dialog_rows),
+        Constraint::Length(input_rows + 2),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    transcript(frame, app, body);
+    if dialog_rows > 0 {
+        permission(frame, app, dialog);
+    }
+    input(frame, app, prompt);
+    status_line(frame, app, status);
+    match app.overlay {
+        Overlay::Sessions { selected } => sessions(frame, app, area, selected),
+        Overlay::Help => help(frame, app, area),
+        Overlay::None => {}
+    }
+}
+
+fn transcript(frame: &mut Frame, app: &mut App, area: Rect) {
+    if area.height == 0 || area.width < 2 {
+        return;
+    }
+    let width = area.width - 1;
+    let height = usize::from(area.height);
+    let wanted = height + app.scroll;
+    let visible_count = app.visible().len();
+    let App { messages, transcript, theme, options, revisions, .. } = app;
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    // From the newest message back, only as far as the window (plus the scroll) reaches.
+    for message in messages[..visible_count].iter().rev() {
+        let revision = revisions.get(&message.info.id).copied().unwrap_or(0);
+        let rendered = transcript.lines(message, revision, width, *options, theme);
+        lines.splice(0..0, rendered.iter().cloned());
+        if lines.len() >= wanted {
+            break;
+        }
+    }
+    let reverted = app.reverted();
+    if reverted > 0 {
+        let noun = if reverted == 1 { "message" } else { "messages" };
+        lines.push(Line::from(Span::styled(
+            format!("{reverted} {noun} reverted · ctrl+x r or /redo to restore"),
+            app.theme.muted(),
+        )));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from(Span::styled("Ask anything. /help for keys and commands.", app.theme.muted())));
+    }
+    app.scroll = app.scroll.min(lines.len().saturating_sub(height));
+    let end = lines.len() - app.scroll;
+    let start = end.saturating_sub(height);
+    let shown: Vec<Line<'static>> = lines.drain(start..end).collect();
+    let inner = Rect { x: area.x + 1, width, ..area };
+    frame.render_widget(Paragraph::new(shown), inner);
+}
+
+fn permission(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(request) = app.permission() else { return };
+    let theme = &app.theme;
+    let detail = request
+        .metadata
+        .get("command")
+        .and_then(|c| c.as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(|| request.patterns.join(", "));
+    let mut choices = Vec::new();
+    let always = if request.always.is_empty() { String::new() } else { format!(" ({})", request.always.join(", ")) };
+    for (i, label) in
+        ["Allow once".to_owned(), format!("Allow always{always}"), "Reject".to_owned()].into_iter().enumerate()
+    {
+        let style = if i == app.permission_choice {
+            Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        choices.push(Span::styled(format!(" {label} "), style));
+        choices.push(Span::raw("  "));
+    }
+    let lines = vec![
+        Line::from(vec![Span::styled("△ Permission required ", theme.warning().add_modifier(Modifier::BOLD))]),
+        Line::from(vec![Span::styled(format!("{}: ", request.permission), theme.bold()), Span::raw(detail)]),
+        Line::from(choices),
+        Line::from(Span::styled(
+            "←/→ choose · enter confirm · type a message, then reject, to tell the model why",
+            theme.muted(),
+        )),
+    ];
+    let block = Block::default().borders(Borders::TOP).border_style(theme.warning());
+    frame.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+fn input(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = &app.theme;
+    let color = theme.agent(app.agent, app.agents.get(app.agent).and_then(|a| a.color.as_deref()));
+    let block = Block::default().borders(Borders::ALL).border_style(Style::default().fg(color)).title(Span::styled(
+        format!(" {} ", app.agent_name()),
+        Style::default().fg(color).add_modifier(Modifier::BOLD),
+    ));
+    let inner = block.inner(area);
+    let (row, column) = app.input.cursor_position();
+    let scroll = (row as u16).saturating_sub(inner.height.saturating_sub(1));
+    let text: Vec<Line> = app.input.text().split('\n').map(|l| Line::from(l.to_owned())).collect();
+    frame.render_widget(Paragraph::new(text).block(block).scroll((scroll, 0)), area);
+    if app.overlay == Overlay::None && inner.width > 0 && inner.height > 0 {
+        let x = inner.x + (column as u16).min(inner.width - 1);
+        let y = inner.y + (row as u16 - scroll).min(inner.height - 1);
+        frame.set_cursor_position(Position { x, y });
+    }
+}
+
+fn status_line(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = &app.theme;
+    let title = app.session.as_ref().map_or("new session", |s| s.title.as_str());
+    let mut left = vec![Span::styled(title.to_owned(), theme.bold())];
+    if app.busy {
+        left.push(Span::styled("  working · esc to interrupt", theme.accent()));
+    }
+    if let Some(notice) = &app.notice {
+        left.push(Span::styled(format!("  {notice}"), theme.warning()));
+    }
+    let (used, limit, cost) = app.context();
+    let mut right = Vec::new();
+    if let Some((_, model)) = app.model() {
+        right.push(model);
+    }
+    if used > 0 {
+        let percent = limit.filter(|l| *l > 0).map(|l| format!(" ({}%)", used * 100 / l)).unwrap_or_default();
+        right.push(format!("{}{percent}", tokens(used)));
+    }
+    if cost > 0.0 {
+        right.push(format!("${cost:.2}"));
+    }
+    let connection = match &app.connection {
+        Connection::Connected => Span::styled("●", theme.success()),
+        Connection::Reconnecting(_) => Span::styled("○ reconnecting", theme.error()),
+    };
+    let right_text = right.join(" · ");
+    let right_width = right_text.chars().count() as u16 + 2 + connection.width() as u16;
+    let [left_area, right_area] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(right_width.min(area.width))]).areas(area);
+    frame.render_widget(Paragraph::new(Line::from(left)), left_area);
+    let right_line = Line::from(vec![Span::styled(right_text, theme.muted()), Span::raw("  "), connection]);
+    frame.render_widget(Paragraph::new(right_line), right_area);
+}
+
+fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}K", n as f64 / 1_000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+fn sessions(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
+    let popup = centered(area, 70, 20);
+    let theme = &app.theme;
+    let mut lines = Vec::new();
+    if app.sessions.is_empty() {
+        lines.push(Line::from(Span::styled("no sessions yet", theme.muted())));
+    }
+    let rows = usize::from(popup.height.saturating_sub(2));
+    let first = selected.saturating_sub(rows.saturating_sub(1));
+    for (i, session) in app.sessions.iter().enumerate().skip(first).take(rows) {
+        let current = app.session.as_ref().is_some_and(|s| s.id == session.id);
+        let mut style = if current { theme.accent() } else { Style::default() };
+        if i == selected {
+            style = style.add_modifier(Modifier::REVERSED);
+        }
+        lines.push(Line::from(Span::styled(format!(" {} ", session.title), style)));
+    }
+    let block = Block::default().borders(Borders::ALL).title(" Sessions · ↑/↓ enter esc ");
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+fn help(frame: &mut Frame, app: &App, area: Rect) {
+    let popup = centered(area, 64, 18);
+    let rows = [
+        ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
+        ("tab / shift+tab", "next / previous agent"),
+        ("esc", "interrupt the running turn"),
+        ("pageup / pagedown", "scroll"),
+        ("ctrl+x n  /new", "new session"),
+        ("ctrl+x l  /sessions", "switch session"),
+        ("ctrl+x u  /undo", "undo the last prompt"),
+        ("ctrl+x r  /redo", "restore what undo removed"),
+        ("ctrl+x c  /compact", "compact the history"),
+        ("/thinking", "show or hide reasoning"),
+        ("!command", "run a shell command in the session"),
+        ("ctrl+c  /exit", "quit"),
+    ];
+    let lines: Vec<Line> = rows
+        .iter()
+        .map(|(keys, what)| {
+            Line::from(vec![Span::styled(format!(" {keys:<22}"), app.theme.accent()), Span::raw(*what)])
+        })
+        .collect();
+    let block = Block::default().borders(Borders::ALL).title(" Help · any key closes ");
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}
+
+/// A rectangle of at most `width` x `height` centred in `area`.
+fn centered(area: Rect, width: u16, height: u16) -> Rect {
+    let (w, h) = (width.min(area.width), height.min(area.height));
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
