@@ -413,9 +413,10 @@ impl App {
                 return Vec::new();
             }
             KeyCode::Enter => self.permission_choice,
-            KeyCode::Char('1' | 'o') => 0,
-            KeyCode::Char('2' | 'a') => 1,
-            KeyCode::Char('3' | 'r') | KeyCode::Esc => 2,
+            KeyCode::Char('1') if self.input.is_empty() => 0,
+            KeyCode::Char('2') if self.input.is_empty() => 1,
+            KeyCode::Char('3') if self.input.is_empty() => 2,
+            KeyCode::Esc => 2,
             _ => {
                 // Typing goes to the rejection message.
                 self.input.key(key);
@@ -449,7 +450,7 @@ impl App {
             }
         };
         if self.connection != Connection::Connected {
-            self.notice = Some("not connected: the prompt is sent once the server is back".to_owned());
+            self.notice = Some("not connected: sending once the server is back".to_owned());
             self.queued.push(command);
             return Vec::new();
         }

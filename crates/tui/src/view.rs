@@ -111,10 +111,7 @@ fn permission(frame: &mut Frame, app: &App, area: Rect) {
         Line::from(vec![Span::styled("△ Permission required ", theme.warning().add_modifier(Modifier::BOLD))]),
         Line::from(vec![Span::styled(format!("{}: ", request.permission), theme.bold()), Span::raw(detail)]),
         Line::from(choices),
-        Line::from(Span::styled(
-            "←/→ choose · enter confirm · type a message, then reject, to tell the model why",
-            theme.muted(),
-        )),
+        Line::from(Span::styled("←/→ or 1-3 choose · enter confirm · esc rejects with what you typed", theme.muted())),
     ];
     let block = Block::default().borders(Borders::TOP).border_style(theme.warning());
     frame.render_widget(Paragraph::new(lines).block(block), area);
@@ -146,8 +143,11 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     if app.busy {
         left.push(Span::styled("  working · esc to interrupt", theme.accent()));
     }
+    // A notice (an error, a hint) takes the line: it matters more than the figures.
     if let Some(notice) = &app.notice {
         left.push(Span::styled(format!("  {notice}"), theme.warning()));
+        frame.render_widget(Paragraph::new(Line::from(left)), area);
+        return;
     }
     let (used, limit, cost) = app.context();
     let mut right = Vec::new();
@@ -166,11 +166,12 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
         Connection::Reconnecting(_) => Span::styled("○ reconnecting", theme.error()),
     };
     let right_text = right.join(" · ");
-    let right_width = right_text.chars().count() as u16 + 2 + connection.width() as u16;
+    let right_width = right_text.chars().count() as u16 + 3 + connection.width() as u16;
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(right_width.min(area.width))]).areas(area);
     frame.render_widget(Paragraph::new(Line::from(left)), left_area);
-    let right_line = Line::from(vec![Span::styled(right_text, theme.muted()), Span::raw("  "), connection]);
+    let right_line =
+        Line::from(vec![Span::raw(" "), Span::styled(right_text, theme.muted()), Span::raw("  "), connection]);
     frame.render_widget(Paragraph::new(right_line), right_area);
 }
 

@@ -1,0 +1,225 @@
+use std::path::Path;
+
+use crossterm::event::KeyCode;
+use crossterm::event::KeyEvent;
+use crossterm::event::KeyModifiers;
+use opencode_client::Event;
+use opencode_tui::Theme;
+use opencode_tui::app::App;
+use opencode_tui::app::Command;
+use opencode_tui::app::Msg;
+use pretty_assertions::assert_eq;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::Value;
+use serde_json::json;
+
+const SESSION: &str = "ses_0001";
+
+fn session(extra: Value) -> opencode_client::Session {
+    let mut value = json!({"id": SESSION, "projectID": "p", "directory": "/w", "title": "Fix the answer",
+        "time": {"created": 1, "updated": 2}});
+    value.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    serde_json::from_value(value).unwrap()
+}
+
+fn part(message: &str, id: &str, kind: Value) -> Value {
+    let mut value = json!({"id": id, "sessionID": SESSION, "messageID": message});
+    value.as_object_mut().unwrap().extend(kind.as_object().unwrap().clone());
+    value
+}
+
+/// A user prompt, a step that edits a file and runs a command, and the answer.
+fn messages() -> Vec<opencode_client::Message> {
+    let diff = "Index: src/lib.rs\n--- src/lib.rs\n+++ src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn answer() -> u32 {\n-    41\n+    42\n }\n";
+    serde_json::from_value(json!([
+        {"info": {"id": "msg_01", "sessionID": SESSION, "role": "user", "time": {"created": 1000}, "agent": "build"},
+         "parts": [part("msg_01", "prt_01", json!({"type": "text", "text": "Fix the answer in src/lib.rs"}))]},
+        {"info": {"id": "msg_02", "sessionID": SESSION, "role": "assistant", "time": {"created": 1100, "completed": 1500},
+                  "agent": "build", "providerID": "mock", "modelID": "mock-model", "finish": "tool-calls", "cost": 0.01,
+                  "tokens": {"input": 1200, "output": 40, "reasoning": 0, "cache": {"read": 0, "write": 0}}},
+         "parts": [
+            part("msg_02", "prt_02", json!({"type": "tool", "callID": "c1", "tool": "edit",
+                "state": {"status": "completed", "input": {"filePath": "src/lib.rs"}, "output": "Edit applied.",
+                          "metadata": {"diff": diff}}})),
+            part("msg_02", "prt_03", json!({"type": "tool", "callID": "c2", "tool": "bash",
+                "state": {"status": "completed", "input": {"command": "cargo test"},
+                          "output": "running 1 test\ntest answer ... ok\n\ntest result: ok. 1 passed\nmore\nmore\nmore\n"}}))
+         ]},
+        {"info": {"id": "msg_03", "sessionID": SESSION, "role": "assistant", "time": {"created": 1600, "completed": 3600},
+                  "agent": "build", "providerID": "mock", "modelID": "mock-model", "finish": "stop", "cost": 0.02,
+                  "tokens": {"input": 1300, "output": 60, "reasoning": 0, "cache": {"read": 0, "write": 0}}},
+         "parts": [part("msg_03", "prt_04", json!({"type": "text",
+            "text": "Fixed: `answer()` now returns **42**.\n\n- edited `src/lib.rs`\n- the test passes"}))]}
+    ]))
+    .unwrap()
+}
+
+fn app() -> App {
+    let mut app = App::new(Theme::default());
+    let agents = serde_json::from_value(json!([
+        {"name": "build", "mode": "primary"}, {"name": "plan", "mode": "primary"}, {"name": "general", "mode": "subagent"}
+    ]))
+    .unwrap();
+    app.update(Msg::Agents(agents));
+    let providers = serde_json::from_value(json!({"providers": [{"id": "mock", "name": "Mock",
+        "models": {"mock-model": {"limit": {"context": 128000}}}}], "default": {"mock": "mock-model"}}))
+    .unwrap();
+    app.update(Msg::Providers(providers));
+    app.update(Msg::Opened(session(json!({})), messages()));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Command> {
+    app.update(Msg::Key(KeyEvent::new(code, modifiers)))
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c), KeyModifiers::NONE);
+    }
+}
+
+/// The frame as text, one line per row, trailing spaces kept so the layout shows.
+fn frame(app: &mut App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| opencode_tui::view::draw(f, app)).unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut text = String::new();
+    for y in 0..height {
+        let row: String = (0..width).map(|x| buffer[(x, y)].symbol().to_owned()).collect();
+        text.push_str(row.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+fn snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(format!("{name}.txt"));
+    if std::env::var_os("OPENCODE_UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} is missing: run with OPENCODE_UPDATE_SNAPSHOTS=1", path.display()));
+    assert_eq!(actual, expected, "frame {name} changed (OPENCODE_UPDATE_SNAPSHOTS=1 rewrites it)");
+}
+
+#[test]
+fn a_finished_turn_at_two_sizes() {
+    let mut app = app();
+    snapshot("turn_80x24", &frame(&mut app, 80, 24));
+    snapshot("turn_20x8", &frame(&mut app, 20, 8));
+    // Nothing panics however small the terminal gets.
+    for (w, h) in [(1, 1), (2, 3), (5, 2), (0, 0)] {
+        let _ = frame(&mut app, w.max(1), h.max(1));
+    }
+}
+
+#[test]
+fn streaming_deltas_grow_the_answer_and_idle_refetches() {
+    let mut app = app();
+    let user = json!({"id": "msg_04", "sessionID": SESSION, "role": "user", "time": {"created": 4000}});
+    let answer = json!({"id": "msg_05", "sessionID": SESSION, "role": "assistant", "time": {"created": 4100}});
+    for info in [user, answer] {
+        app.update(Msg::Server(Event::MessageUpdated(serde_json::from_value(info).unwrap())));
+    }
+    let text = part("msg_05", "prt_09", json!({"type": "text", "text": ""}));
+    app.update(Msg::Server(Event::PartUpdated(serde_json::from_value(text).unwrap())));
+    for delta in ["Streaming ", "**works**", " fine."] {
+        app.update(Msg::Server(Event::PartDelta {
+            session_id: SESSION.into(),
+            message_id: "msg_05".into(),
+            part_id: "prt_09".into(),
+            field: "text".into(),
+            delta: delta.into(),
+        }));
+    }
+    app.update(Msg::Server(Event::SessionStatus {
+        session_id: SESSION.into(),
+        status: opencode_client::SessionStatus::Busy,
+    }));
+    snapshot("streaming_80x12", &frame(&mut app, 80, 12));
+    let idle = app.update(Msg::Server(Event::SessionIdle { session_id: SESSION.into() }));
+    assert_eq!(idle, [Command::OpenSession(SESSION.into())]);
+    assert!(!app.busy);
+}
+
+#[test]
+fn the_permission_dialog_answers_once_always_or_reject_with_a_message() {
+    let mut app = app();
+    let ask = |id: &str| {
+        Msg::Server(Event::PermissionAsked(
+            serde_json::from_value(json!({"id": id, "sessionID": SESSION, "permission": "bash",
+                "patterns": ["rm -rf build"], "always": ["rm *"], "metadata": {"command": "rm -rf build"}}))
+            .unwrap(),
+        ))
+    };
+    app.update(ask("per_1"));
+    snapshot("permission_80x16", &frame(&mut app, 80, 16));
+    key(&mut app, KeyCode::Right, KeyModifiers::NONE);
+    let always = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        always,
+        [Command::Reply { request: "per_1".into(), reply: opencode_client::PermissionReply::Always, message: None }]
+    );
+    app.update(ask("per_2"));
+    type_text(&mut app, "use cargo clean");
+    let rejected = key(&mut app, KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(
+        rejected,
+        [Command::Reply {
+            request: "per_2".into(),
+            reply: opencode_client::PermissionReply::Reject,
+            message: Some("use cargo clean".into())
+        }]
+    );
+    assert!(app.permission().is_none());
+}
+
+#[test]
+fn keys_switch_agents_prompt_undo_and_open_overlays() {
+    let mut app = app();
+    key(&mut app, KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(app.agent_name(), "plan");
+    key(&mut app, KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(app.agent_name(), "build", "subagents are not cycled");
+    type_text(&mut app, "and add a test");
+    let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        sent,
+        [Command::Prompt { session: Some(SESSION.into()), text: "and add a test".into(), agent: Some("build".into()) }]
+    );
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    let undo = key(&mut app, KeyCode::Char('u'), KeyModifiers::NONE);
+    assert_eq!(undo, [Command::Revert { session: SESSION.into(), message: "msg_01".into() }]);
+    assert_eq!(app.input.text(), "Fix the answer in src/lib.rs", "the undone prompt is back in the input");
+    // The server staged the revert: everything from msg_01 on is hidden.
+    app.update(Msg::Opened(session(json!({"revert": {"messageID": "msg_01"}})), messages()));
+    snapshot("reverted_60x10", &frame(&mut app, 60, 10));
+    type_text(&mut app, "");
+    app.input.take();
+    type_text(&mut app, "/sessions");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    app.update(Msg::Sessions(vec![session(json!({})), session(json!({"id": "ses_0002", "title": "Older work"}))]));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    snapshot("sessions_60x12", &frame(&mut app, 60, 12));
+    let open = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(open, [Command::OpenSession("ses_0002".into())]);
+}
+
+#[test]
+fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
+    let mut app = app();
+    app.update(Msg::Disconnected("connection refused".into()));
+    type_text(&mut app, "still there?");
+    assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+    snapshot("disconnected_60x8", &frame(&mut app, 60, 8));
+    let resumed = app.update(Msg::Reconnected);
+    assert!(resumed.contains(&Command::Prompt {
+        session: Some(SESSION.into()),
+        text: "still there?".into(),
+        agent: Some("build".into())
+    }));
+    assert!(resumed.contains(&Command::OpenSession(SESSION.into())), "{resumed:?}");
+}
