@@ -104,7 +104,9 @@ impl Client {
     }
 
     pub async fn create_session(&self, title: Option<&str>) -> Result<Session, ClientError> {
-        self.send(Method::POST, "/session", Some(&json!({ "title": title }))).await
+        // OpenCode's server refuses `null` where a field is optional: absent fields are left out.
+        let body = title.map_or_else(|| json!({}), |title| json!({ "title": title }));
+        self.send(Method::POST, "/session", Some(&body)).await
     }
 
     pub async fn rename_session(&self, id: &str, title: &str) -> Result<Session, ClientError> {
@@ -174,7 +176,10 @@ impl Client {
         reply: PermissionReply,
         message: Option<&str>,
     ) -> Result<bool, ClientError> {
-        let body = json!({ "reply": reply, "message": message });
+        let mut body = json!({ "reply": reply });
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
         self.send(Method::POST, &format!("/permission/{request_id}/reply"), Some(&body)).await
     }
 

@@ -7,3 +7,4 @@ mod run;
 mod serve;
 mod sessions;
 mod support;
+mod tui;

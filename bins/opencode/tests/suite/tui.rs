@@ -1,0 +1,203 @@
+//! The terminal UI in a real terminal: the built binary in tmux, typed into with send-keys and read
+//! with capture-pane, against our in-process server (`opencode`) and, attached, against OpenCode
+//! 1.18.34's own server (`opencode attach URL`). Skipped with a notice without tmux (required under CI).
+
+use std::io::BufRead;
+use std::io::BufReader;
+use std::path::Path;
+use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
+use std::time::Instant;
+
+use opencode_mock_provider::MockProvider;
+use opencode_mock_provider::MockResponse;
+use opencode_mock_provider::peer::OpenCode;
+use serde_json::json;
+
+use super::support::Home;
+
+/// A tmux session running one command; killed when dropped.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    fn start(command: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "tmux is required under CI for the terminal UI tests");
+            eprintln!("notice: tmux not found; skipping the terminal UI test");
+            return None;
+        }
+        let name = format!("opencode-tui-{}-{}", std::process::id(), fastrand_suffix());
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &format!("{command}; sleep 60")])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Some(Self { name })
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            let status = Command::new("tmux").args(["send-keys", "-t", &self.name, key]).status().unwrap();
+            assert!(status.success());
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
+    fn type_line(&self, text: &str) {
+        Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        self.keys(&["Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until every one of `texts` is on the screen; fails with the screen otherwise.
+    fn wait_for(&self, texts: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if texts.iter().all(|t| screen.contains(t)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "never shown: {texts:?}\n--- screen ---\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn resize(&self, width: u16, height: u16) {
+        let (w, h) = (width.to_string(), height.to_string());
+        Command::new("tmux").args(["resize-window", "-t", &self.name, "-x", &w, "-y", &h]).status().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _killed = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+fn fastrand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 1_000_000_007
+}
+
+/// A mock that answers each new prompt with one `bash ls` call, then with `ANSWER`.
+const ANSWER: &str = "All done here.";
+
+fn mock() -> (tokio::runtime::Runtime, MockProvider) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockProvider::start()).unwrap();
+    mock.respond_with(|request| {
+        let body = request.body_json().unwrap_or_default();
+        let offers_bash = body["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "bash"));
+        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        if offers_bash && last["role"] == "user" {
+            MockResponse::chat_tool_calls(&[("call_1", "bash", json!({"command": "ls", "description": "List"}))], None)
+        } else {
+            MockResponse::chat_text(ANSWER)
+        }
+    });
+    (runtime, mock)
+}
+
+/// A project whose model is the mock; `extra` is merged into its opencode.json.
+fn project(home: &Home, mock: &MockProvider, extra: serde_json::Value) {
+    let mut config: serde_json::Value =
+        serde_json::from_str(&opencode_mock_provider::peer::mock_project_config(&format!("{}/v1", mock.base_url())))
+            .unwrap();
+    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    std::fs::write(home.work().join("opencode.json"), config.to_string()).unwrap();
+    std::fs::write(home.work().join("notes.txt"), "hello\n").unwrap();
+}
+
+/// `cd work && HOME=... opencode <args>` as a shell line for tmux.
+fn shell_line(home: &Home, args: &str) -> String {
+    format!(
+        "cd '{}' && env -i HOME='{}' PATH=\"$PATH\" TERM=xterm-256color OPENCODE_DISABLE_MODELS_FETCH=1 '{}' {args}",
+        home.work().display(),
+        home.path().join("home").display(),
+        env!("CARGO_BIN_EXE_opencode"),
+    )
+}
+
+#[test]
+fn a_turn_with_a_tool_call_agents_undo_and_resize_in_a_real_terminal() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything", "build"]);
+    tui.type_line("list the files here");
+    tui.wait_for(&["┃ list the files here", "$ ls", "notes.txt", ANSWER, "▣ build"]);
+    tui.keys(&["Tab"]);
+    tui.wait_for(&["┌ plan"]);
+    tui.keys(&["BTab"]);
+    tui.wait_for(&["┌ build"]);
+    tui.keys(&["C-x", "u"]);
+    let screen = tui.wait_for(&["1 message reverted"]);
+    assert!(!screen.contains("notes.txt"), "the reverted turn is hidden:\n{screen}");
+    tui.keys(&["C-x", "r"]);
+    tui.wait_for(&["notes.txt", ANSWER]);
+    tui.resize(20, 8);
+    tui.resize(100, 30);
+    tui.wait_for(&[ANSWER]);
+    tui.keys(&["C-c", "C-c"]);
+    tui.wait_for(&["$ "]);
+}
+
+#[test]
+fn permission_asks_are_answered_in_the_terminal() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({"permission": {"bash": "ask"}}));
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.type_line("list the files here");
+    tui.wait_for(&["Permission required", "bash: ls", "Allow once"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["notes.txt", ANSWER]);
+    tui.type_line("and again");
+    tui.wait_for(&["Permission required"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "not now"]).status().unwrap();
+    tui.keys(&["Escape"]);
+    let screen = tui.wait_for(&["┃ and again", "✗"]);
+    assert!(!screen.contains("Permission required"), "{screen}");
+}
+
+/// OpenCode's own server: `opencode serve` from npm, offline; our TUI attaches to it.
+#[test]
+fn the_tui_attaches_to_opencodes_own_server() {
+    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = opencode
+        .command(&home.path().join("peer-home"))
+        .args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()])
+        .current_dir(home.work())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    let url = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| line.split("listening on ").nth(1).map(str::to_owned))
+        .expect("OpenCode printed its URL");
+    let tui = Tmux::start(&shell_line(&home, &format!("attach {url}")));
+    if let Some(tui) = tui {
+        tui.wait_for(&["Ask anything"]);
+        tui.type_line("list the files here");
+        tui.wait_for(&["┃ list the files here", "$ ls", "notes.txt", ANSWER]);
+    }
+    let _killed = server.kill();
+    let _reaped = server.wait();
+}
