@@ -45,6 +45,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
     ("opencode", "run"),
+    ("opencode-tui", "frames"),
 ];
 
 /// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.

@@ -53,36 +53,55 @@ fn transcript(frame: &mut Frame, app: &mut App, area: Rect) {
     }
     let width = area.width - 1;
     let height = usize::from(area.height);
-    let wanted = height + app.scroll;
-    let visible_count = app.visible().len();
-    let App { messages, transcript, theme, options, revisions, .. } = app;
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    // From the newest message back, only as far as the window (plus the scroll) reaches.
-    for message in messages[..visible_count].iter().rev() {
-        let revision = revisions.get(&message.info.id).copied().unwrap_or(0);
-        let rendered = transcript.lines(message, revision, width, *options, theme);
-        lines.splice(0..0, rendered.iter().cloned());
-        if lines.len() >= wanted {
-            break;
-        }
+    let (mut shown, short) = window(app, width, height, app.scroll);
+    if short > 0 && app.scroll > 0 {
+        // Scrolled past the top: stop at the first line.
+        app.scroll = app.scroll.saturating_sub(short);
+        shown = window(app, width, height, app.scroll).0;
     }
+    if shown.is_empty() {
+        shown.push(Line::from(Span::styled("Ask anything. /help for keys and commands.", app.theme.muted())));
+    }
+    let inner = Rect { x: area.x + 1, width, ..area };
+    frame.render_widget(Paragraph::new(shown), inner);
+}
+
+/// The `height` rows that end `scroll` rows above the bottom, and how many rows short of `height`
+/// the transcript is there. Walks from the newest message back and clones only the rows shown, so a
+/// frame costs the visible rows plus the (cached) heights of the messages below them.
+fn window(app: &mut App, width: u16, height: usize, scroll: usize) -> (Vec<Line<'static>>, usize) {
+    let mut skip = scroll;
+    let mut need = height;
+    let mut rows: Vec<Line<'static>> = Vec::with_capacity(height);
     let reverted = app.reverted();
     if reverted > 0 {
         let noun = if reverted == 1 { "message" } else { "messages" };
-        lines.push(Line::from(Span::styled(
-            format!("{reverted} {noun} reverted · ctrl+x r or /redo to restore"),
-            app.theme.muted(),
-        )));
+        let notice = format!("{reverted} {noun} reverted · ctrl+x r or /redo to restore");
+        take(&[Line::from(Span::styled(notice, app.theme.muted()))], &mut skip, &mut need, &mut rows);
     }
-    if lines.is_empty() {
-        lines.push(Line::from(Span::styled("Ask anything. /help for keys and commands.", app.theme.muted())));
+    let visible_count = app.visible().len();
+    let App { messages, transcript, theme, options, revisions, .. } = app;
+    for message in messages[..visible_count].iter().rev() {
+        if need == 0 {
+            break;
+        }
+        let revision = revisions.get(&message.info.id).copied().unwrap_or(0);
+        take(transcript.lines(message, revision, width, *options, theme), &mut skip, &mut need, &mut rows);
     }
-    app.scroll = app.scroll.min(lines.len().saturating_sub(height));
-    let end = lines.len() - app.scroll;
-    let start = end.saturating_sub(height);
-    let shown: Vec<Line<'static>> = lines.drain(start..end).collect();
-    let inner = Rect { x: area.x + 1, width, ..area };
-    frame.render_widget(Paragraph::new(shown), inner);
+    (rows, need + skip)
+}
+
+/// Puts the part of `lines` that falls in the window in front of `rows`.
+fn take(lines: &[Line<'static>], skip: &mut usize, need: &mut usize, rows: &mut Vec<Line<'static>>) {
+    if *skip >= lines.len() {
+        *skip -= lines.len();
+        return;
+    }
+    let end = lines.len() - *skip;
+    *skip = 0;
+    let start = end.saturating_sub(*need);
+    *need -= end - start;
+    rows.splice(0..0, lines[start..end].iter().cloned());
 }
 
 fn permission(frame: &mut Frame, app: &App, area: Rect) {
