@@ -52,6 +52,9 @@ pub struct OpenArgs {
     /// Open this session.
     #[arg(short, long)]
     pub session: Option<String>,
+    /// The model to prompt with, as provider/model.
+    #[arg(short, long)]
+    pub model: Option<String>,
     /// The agent to start with.
     #[arg(long)]
     pub agent: Option<String>,

@@ -86,6 +86,11 @@ impl Client {
         &self.inner.base
     }
 
+    /// The directory every call addresses, if one was set.
+    pub fn directory(&self) -> Option<&str> {
+        self.inner.directory.as_deref()
+    }
+
     pub async fn health(&self) -> Result<Health, ClientError> {
         self.get("/global/health").await
     }

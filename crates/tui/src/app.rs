@@ -10,6 +10,7 @@ use crossterm::event::KeyModifiers;
 use opencode_client::Agent;
 use opencode_client::Event;
 use opencode_client::Message;
+use opencode_client::ModelRef;
 use opencode_client::PartKind;
 use opencode_client::PermissionReply;
 use opencode_client::PermissionRequest;
@@ -30,12 +31,17 @@ pub enum Command {
     LoadAgents,
     LoadProviders,
     LoadPermissions,
+    /// Files of the directory matching the `@` word being typed.
+    FindFiles(String),
     OpenSession(String),
     /// Creates a session first when `session` is `None`.
     Prompt {
         session: Option<String>,
         text: String,
         agent: Option<String>,
+        model: Option<ModelRef>,
+        /// Files mentioned with `@` (completed from the directory), sent as file parts.
+        files: Vec<String>,
     },
     Shell {
         session: Option<String>,
@@ -72,6 +78,11 @@ pub enum Msg {
     Agents(Vec<Agent>),
     Providers(Providers),
     Permissions(Vec<PermissionRequest>),
+    /// Files matching `query` (an `@` completion).
+    Files {
+        query: String,
+        files: Vec<String>,
+    },
     /// A session and its messages (opened, or just created for a prompt).
     Opened(Session, Vec<Message>),
     Failed(String),
@@ -86,8 +97,22 @@ pub enum Connection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     None,
-    Sessions { selected: usize },
+    Sessions {
+        selected: usize,
+    },
+    /// Every model of the providers that can answer, as `provider/model`.
+    Models {
+        selected: usize,
+    },
     Help,
+}
+
+/// The `@` completion popup: what was typed after `@`, and the matching files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub query: String,
+    pub files: Vec<String>,
+    pub selected: usize,
 }
 
 pub struct App {
@@ -106,6 +131,13 @@ pub struct App {
     /// The agent to select once the agents are known (`--agent`).
     pub preferred_agent: Option<String>,
     pub providers: Providers,
+    /// The model chosen in the picker (or with `--model`) for the next prompts.
+    pub model_choice: Option<ModelRef>,
+    pub completion: Option<Completion>,
+    /// Paths accepted from the `@` popup since the last prompt.
+    mentions: Vec<String>,
+    /// The prompt text an undo put back into the input (a redo takes it out again).
+    undone: Option<String>,
     pub permissions: Vec<PermissionRequest>,
     /// 0 allow once, 1 allow always, 2 reject.
     pub permission_choice: usize,
@@ -138,6 +170,10 @@ impl App {
             agent: 0,
             preferred_agent: None,
             providers: Providers::default(),
+            model_choice: None,
+            completion: None,
+            mentions: Vec::new(),
+            undone: None,
             permissions: Vec::new(),
             permission_choice: 0,
             input: Input::default(),
@@ -194,6 +230,13 @@ impl App {
             }
             Msg::Permissions(permissions) => {
                 self.permissions = permissions;
+                Vec::new()
+            }
+            Msg::Files { query, files } => {
+                // Only the answer to what is typed now; an older search's answer is stale.
+                if self.at_word().is_some_and(|word| word == query) {
+                    self.completion = (!files.is_empty()).then_some(Completion { query, files, selected: 0 });
+                }
                 Vec::new()
             }
             Msg::Opened(session, messages) => {
@@ -296,8 +339,11 @@ impl App {
         self.agents.get(self.agent).map_or("build", |a| a.name.as_str())
     }
 
-    /// `(provider, model)` of the session: its last answer's, else the default one.
+    /// `(provider, model)` of the session: the one chosen, else its last answer's, else the default.
     pub fn model(&self) -> Option<(String, String)> {
+        if let Some(chosen) = &self.model_choice {
+            return Some((chosen.provider_id.clone(), chosen.model_id.clone()));
+        }
         let answered =
             self.messages.iter().rev().find_map(|m| Some((m.info.provider_id.clone()?, m.info.model_id.clone()?)));
         answered.or_else(|| {
@@ -340,6 +386,7 @@ impl App {
         }
         match &self.overlay {
             Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
+            Overlay::Models { selected } => return self.models_key(key, *selected),
             Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Vec::new();
@@ -348,6 +395,9 @@ impl App {
         }
         if self.permission().is_some() {
             return self.permission_key(key);
+        }
+        if self.completion.is_some() && self.completion_key(key) {
+            return Vec::new();
         }
         match key.code {
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert('\n'),
@@ -365,7 +415,76 @@ impl App {
             }
             KeyCode::PageUp => self.scroll += 10,
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
-            _ => self.input.key(key),
+            _ => {
+                self.input.key(key);
+                return self.complete();
+            }
+        }
+        Vec::new()
+    }
+
+    /// The word after an `@` that ends the input, if the cursor is there.
+    fn at_word(&self) -> Option<String> {
+        let text = self.input.text();
+        let word = text.rsplit([' ', '\n']).next()?;
+        let query = word.strip_prefix('@')?;
+        (self.input.at_end()).then(|| query.to_owned())
+    }
+
+    /// Asks for files when an `@` word is being typed; closes the popup otherwise.
+    fn complete(&mut self) -> Vec<Command> {
+        match self.at_word() {
+            Some(query) => vec![Command::FindFiles(query)],
+            None => {
+                self.completion = None;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Keys the `@` popup takes: moving, accepting, closing. Others go on to the prompt.
+    fn completion_key(&mut self, key: KeyEvent) -> bool {
+        let Some(completion) = &mut self.completion else { return false };
+        let last = completion.files.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up => completion.selected = completion.selected.saturating_sub(1),
+            KeyCode::Down => completion.selected = (completion.selected + 1).min(last),
+            KeyCode::Tab | KeyCode::Enter => {
+                let file = completion.files[completion.selected].clone();
+                let typed = completion.query.chars().count() + 1;
+                for _ in 0..typed {
+                    self.input.key(KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE));
+                }
+                self.input.insert_str(&format!("@{file} "));
+                self.mentions.push(file);
+                self.completion = None;
+            }
+            KeyCode::Esc => self.completion = None,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Every model of every provider, as `(provider, model)`, in the providers' order.
+    pub fn models(&self) -> Vec<(String, String)> {
+        self.providers.providers.iter().flat_map(|p| p.models.keys().map(|m| (p.id.clone(), m.clone()))).collect()
+    }
+
+    fn models_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let models = self.models();
+        match key.code {
+            KeyCode::Up => self.overlay = Overlay::Models { selected: selected.saturating_sub(1) },
+            KeyCode::Down => {
+                self.overlay = Overlay::Models { selected: (selected + 1).min(models.len().saturating_sub(1)) };
+            }
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if let Some((provider, model)) = models.get(selected) {
+                    self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
+            _ => {}
         }
         Vec::new()
     }
@@ -374,6 +493,7 @@ impl App {
         match key.code {
             KeyCode::Char('n') => self.new_session(),
             KeyCode::Char('l') => self.overlay = Overlay::Sessions { selected: 0 },
+            KeyCode::Char('m') => self.overlay = Overlay::Models { selected: 0 },
             KeyCode::Char('u') => return self.undo(),
             KeyCode::Char('r') => return self.redo(),
             KeyCode::Char('c') => return self.compact(),
@@ -445,9 +565,16 @@ impl App {
             Some(shell) => {
                 Command::Shell { session, command: shell.trim().to_owned(), agent: self.agent_name().to_owned() }
             }
-            None => {
-                Command::Prompt { session, text: text.trim_end().to_owned(), agent: Some(self.agent_name().to_owned()) }
-            }
+            None => Command::Prompt {
+                session,
+                text: text.trim_end().to_owned(),
+                agent: Some(self.agent_name().to_owned()),
+                model: self.model_choice.clone(),
+                files: std::mem::take(&mut self.mentions)
+                    .into_iter()
+                    .filter(|file| text.contains(&format!("@{file}")))
+                    .collect(),
+            },
         };
         if self.connection != Connection::Connected {
             self.notice = Some("not connected: sending once the server is back".to_owned());
@@ -461,6 +588,7 @@ impl App {
         match command {
             "new" | "clear" => self.new_session(),
             "sessions" | "resume" | "continue" => self.overlay = Overlay::Sessions { selected: 0 },
+            "models" => self.overlay = Overlay::Models { selected: 0 },
             "undo" => return self.undo(),
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
@@ -497,12 +625,18 @@ impl App {
             .collect();
         let message = last.info.id.clone();
         self.input.set(&text);
+        self.undone = Some(text);
         vec![Command::Revert { session, message }]
     }
 
     fn redo(&mut self) -> Vec<Command> {
         match &self.session {
-            Some(session) if session.revert.is_some() => vec![Command::Unrevert(session.id.clone())],
+            Some(session) if session.revert.is_some() => {
+                if self.undone.take().is_some_and(|text| text == self.input.text()) {
+                    self.input.take();
+                }
+                vec![Command::Unrevert(session.id.clone())]
+            }
             _ => {
                 self.notice = Some("nothing to redo".to_owned());
                 Vec::new()

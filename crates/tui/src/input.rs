@@ -17,6 +17,11 @@ impl Input {
         &self.text
     }
 
+    /// Whether the cursor is after the last character.
+    pub fn at_end(&self) -> bool {
+        self.cursor == self.text.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
     }

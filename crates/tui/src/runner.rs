@@ -40,6 +40,8 @@ pub struct TuiOptions {
     pub prompt: Option<String>,
     /// The agent to start with (`--agent`).
     pub agent: Option<String>,
+    /// The model to prompt with (`--model provider/model`).
+    pub model: Option<opencode_client::ModelRef>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +89,7 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let mut keys = TerminalEvents::new();
     let mut server = client.events();
     app.preferred_agent = options.agent;
+    app.model_choice = options.model;
     let mut commands = app.start(options.session);
     if let Some(prompt) = options.prompt {
         app.input.set(&prompt);
@@ -159,13 +162,18 @@ async fn run_command(
         Command::LoadAgents => Msg::Agents(client.agents().await?),
         Command::LoadProviders => Msg::Providers(client.providers().await?),
         Command::LoadPermissions => Msg::Permissions(client.permissions().await?),
+        Command::FindFiles(query) => {
+            let files = client.find_files(&query).await?.into_iter().take(10).collect();
+            Msg::Files { query, files }
+        }
         Command::OpenSession(id) => {
             let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
             Msg::Opened(session, messages)
         }
-        Command::Prompt { session, text, agent } => {
+        Command::Prompt { session, text, agent, model, files } => {
             let id = session_for(client, session, results).await?;
-            let body = PromptBody { agent, ..PromptBody::text(text) };
+            let mut body = PromptBody { agent, model, ..PromptBody::text(text) };
+            body.parts.extend(files.iter().map(|file| file_part(client, file)));
             client.prompt_async_with(&id, &body).await?;
             return Ok(None);
         }
@@ -191,6 +199,15 @@ async fn run_command(
             return Ok(None);
         }
     }))
+}
+
+/// A file mentioned with `@`, relative to the client's directory, as OpenCode's clients send it.
+fn file_part(client: &Client, file: &str) -> serde_json::Value {
+    let path = match client.directory() {
+        Some(directory) => format!("{}/{file}", directory.trim_end_matches('/')),
+        None => file.to_owned(),
+    };
+    serde_json::json!({"type": "file", "mime": "text/plain", "filename": file, "url": format!("file://{path}")})
 }
 
 /// `session`, or a new one, announced to the app before the prompt is sent so that the turn's events

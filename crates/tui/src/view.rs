@@ -39,9 +39,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         permission(frame, app, dialog);
     }
     input(frame, app, prompt);
+    completion(frame, app, body);
     status_line(frame, app, status);
     match app.overlay {
         Overlay::Sessions { selected } => sessions(frame, app, area, selected),
+        Overlay::Models { selected } => models(frame, app, area, selected),
         Overlay::Help => help(frame, app, area),
         Overlay::None => {}
     }
@@ -203,29 +205,79 @@ fn tokens(n: u64) -> String {
 }
 
 fn sessions(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
-    let popup = centered(area, 70, 20);
-    let theme = &app.theme;
-    let mut lines = Vec::new();
-    if app.sessions.is_empty() {
-        lines.push(Line::from(Span::styled("no sessions yet", theme.muted())));
-    }
+    let items = app
+        .sessions
+        .iter()
+        .map(|session| {
+            let current = app.session.as_ref().is_some_and(|s| s.id == session.id);
+            (session.title.clone(), if current { app.theme.accent() } else { Style::default() })
+        })
+        .collect();
+    list(frame, centered(area, 70, 20), " Sessions · ↑/↓ enter esc ", items, selected, "no sessions yet", &app.theme);
+}
+
+fn models(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
+    let current = app.model();
+    let items = app
+        .models()
+        .into_iter()
+        .map(|model| {
+            let style = if current.as_ref() == Some(&model) { app.theme.accent() } else { Style::default() };
+            (format!("{}/{}", model.0, model.1), style)
+        })
+        .collect();
+    list(
+        frame,
+        centered(area, 70, 20),
+        " Models · ↑/↓ enter esc ",
+        items,
+        selected,
+        "no provider can answer",
+        &app.theme,
+    );
+}
+
+/// The `@` file popup, at the bottom of the transcript area just above the prompt box.
+fn completion(frame: &mut Frame, app: &App, body: Rect) {
+    let Some(completion) = &app.completion else { return };
+    let height = (completion.files.len() as u16 + 2).min(body.height);
+    let popup = Rect { y: body.y + body.height - height, height, width: body.width.min(60), ..body };
+    let items = completion.files.iter().map(|f| (f.clone(), Style::default())).collect();
+    list(frame, popup, " @ files · tab/enter esc ", items, completion.selected, "", &app.theme);
+}
+
+/// A bordered list with the selected row reversed, scrolled to keep it in view.
+fn list(
+    frame: &mut Frame,
+    popup: Rect,
+    title: &str,
+    items: Vec<(String, Style)>,
+    selected: usize,
+    empty: &str,
+    theme: &crate::theme::Theme,
+) {
     let rows = usize::from(popup.height.saturating_sub(2));
     let first = selected.saturating_sub(rows.saturating_sub(1));
-    for (i, session) in app.sessions.iter().enumerate().skip(first).take(rows) {
-        let current = app.session.as_ref().is_some_and(|s| s.id == session.id);
-        let mut style = if current { theme.accent() } else { Style::default() };
-        if i == selected {
-            style = style.add_modifier(Modifier::REVERSED);
-        }
-        lines.push(Line::from(Span::styled(format!(" {} ", session.title), style)));
+    let mut lines: Vec<Line> = items
+        .into_iter()
+        .enumerate()
+        .skip(first)
+        .take(rows)
+        .map(|(i, (text, style))| {
+            let style = if i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
+            Line::from(Span::styled(format!(" {text} "), style))
+        })
+        .collect();
+    if lines.is_empty() && !empty.is_empty() {
+        lines.push(Line::from(Span::styled(empty.to_owned(), theme.muted())));
     }
-    let block = Block::default().borders(Borders::ALL).title(" Sessions · ↑/↓ enter esc ");
+    let block = Block::default().borders(Borders::ALL).title(title.to_owned());
     frame.render_widget(Clear, popup);
     frame.render_widget(Paragraph::new(lines).block(block), popup);
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 18);
+    let popup = centered(area, 64, 20);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -233,6 +285,8 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("pageup / pagedown", "scroll"),
         ("ctrl+x n  /new", "new session"),
         ("ctrl+x l  /sessions", "switch session"),
+        ("ctrl+x m  /models", "choose the model"),
+        ("@path", "attach a file (tab completes)"),
         ("ctrl+x u  /undo", "undo the last prompt"),
         ("ctrl+x r  /redo", "restore what undo removed"),
         ("ctrl+x c  /compact", "compact the history"),

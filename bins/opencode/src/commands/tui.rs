@@ -52,7 +52,16 @@ async fn open(client: Client, args: OpenArgs) -> Result<(), CliError> {
         }
         (None, false) => None,
     };
-    let options = TuiOptions { session, prompt: args.prompt, agent: args.agent };
+    let model = match args.model.as_deref().map(|m| m.split_once('/')) {
+        None => None,
+        Some(Some((provider, model))) => {
+            Some(opencode_client::ModelRef { provider_id: provider.to_owned(), model_id: model.to_owned() })
+        }
+        Some(None) => {
+            return Err(CliError::usage("--model takes provider/model", "e.g. --model anthropic/claude-haiku-4-5"));
+        }
+    };
+    let options = TuiOptions { session, prompt: args.prompt, agent: args.agent, model };
     opencode_tui::run(client, options).await.map_err(|err| match err {
         opencode_tui::TuiError::Client(err) => tui_error(err),
         other => CliError::Io(other.to_string()),

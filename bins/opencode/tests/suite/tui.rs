@@ -31,7 +31,17 @@ impl Tmux {
         }
         let name = format!("opencode-tui-{}-{}", std::process::id(), fastrand_suffix());
         let status = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &format!("{command}; sleep 60")])
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "100",
+                "-y",
+                "30",
+                &format!("{command}; echo \"exited with $?\"; sleep 60"),
+            ])
             .status()
             .unwrap();
         assert!(status.success());
@@ -147,8 +157,15 @@ fn a_turn_with_a_tool_call_agents_undo_and_resize_in_a_real_terminal() {
     tui.resize(20, 8);
     tui.resize(100, 30);
     tui.wait_for(&[ANSWER]);
-    tui.keys(&["C-c", "C-c"]);
-    tui.wait_for(&["$ "]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "summarise @note"]).status().unwrap();
+    tui.wait_for(&["@ files", "notes.txt"]);
+    tui.keys(&["Tab"]);
+    tui.wait_for(&["summarise @notes.txt"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["┃ summarise @notes.txt", "┃ [file] notes.txt"]);
+    // Ctrl+C with an empty prompt quits, leaving the terminal as it was.
+    tui.keys(&["C-c"]);
+    tui.wait_for(&["exited with 0"]);
 }
 
 #[test]

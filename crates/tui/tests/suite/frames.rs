@@ -188,7 +188,13 @@ fn keys_switch_agents_prompt_undo_and_open_overlays() {
     let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     assert_eq!(
         sent,
-        [Command::Prompt { session: Some(SESSION.into()), text: "and add a test".into(), agent: Some("build".into()) }]
+        [Command::Prompt {
+            session: Some(SESSION.into()),
+            text: "and add a test".into(),
+            agent: Some("build".into()),
+            model: None,
+            files: Vec::new()
+        }]
     );
     key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
     let undo = key(&mut app, KeyCode::Char('u'), KeyModifiers::NONE);
@@ -209,6 +215,32 @@ fn keys_switch_agents_prompt_undo_and_open_overlays() {
 }
 
 #[test]
+fn at_completes_files_and_the_model_picker_sets_the_prompts_model() {
+    let mut app = app();
+    type_text(&mut app, "read @src/l");
+    let asked = key(&mut app, KeyCode::Char('i'), KeyModifiers::NONE);
+    assert_eq!(asked, [Command::FindFiles("src/li".into())]);
+    // An answer to an older query is dropped; the current one opens the popup.
+    app.update(Msg::Files { query: "src/l".into(), files: vec!["src/old.rs".into()] });
+    assert!(app.completion.is_none());
+    app.update(Msg::Files { query: "src/li".into(), files: vec!["src/lib.rs".into(), "src/list.rs".into()] });
+    snapshot("completion_60x12", &frame(&mut app, 60, 12));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut app, KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(app.input.text(), "read @src/list.rs ");
+    assert!(app.completion.is_none());
+
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('m'), KeyModifiers::NONE);
+    snapshot("models_60x10", &frame(&mut app, 60, 10));
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    let model = Some(opencode_client::ModelRef { provider_id: "mock".into(), model_id: "mock-model".into() });
+    let [Command::Prompt { model: chosen, files, .. }] = &sent[..] else { panic!("{sent:?}") };
+    assert_eq!((chosen, files), (&model, &vec!["src/list.rs".to_owned()]));
+}
+
+#[test]
 fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
     let mut app = app();
     app.update(Msg::Disconnected("connection refused".into()));
@@ -219,7 +251,9 @@ fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
     assert!(resumed.contains(&Command::Prompt {
         session: Some(SESSION.into()),
         text: "still there?".into(),
-        agent: Some("build".into())
+        agent: Some("build".into()),
+        model: None,
+        files: Vec::new()
     }));
     assert!(resumed.contains(&Command::OpenSession(SESSION.into())), "{resumed:?}");
 }
