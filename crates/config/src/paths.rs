@@ -11,6 +11,10 @@ pub struct Paths {
     pub state: PathBuf,
 }
 
+/// The session database's file name in the data directory. Not OpenCode's `opencode.db`: both
+/// programs keep working side by side in one data directory.
+pub const DATABASE_FILE: &str = "opencode-rs.db";
+
 impl Paths {
     /// Resolve from the environment: `XDG_*_HOME` (falling back to `~/.local/share` etc.), with
     /// `OPENCODE_TEST_HOME` replacing the home directory and `OPENCODE_CONFIG_DIR` the config dir.
@@ -45,9 +49,10 @@ impl Paths {
         self.data.join("auth.json")
     }
 
-    /// The session database.
+    /// The session database, a file of its own beside OpenCode's `opencode.db` (which has another
+    /// schema and is never opened for writing).
     pub fn database(&self) -> PathBuf {
-        self.data.join("opencode.db")
+        self.data.join(DATABASE_FILE)
     }
 
     /// Managed Tool Output Files: one flat directory.

@@ -74,6 +74,16 @@ impl OpenCode {
     }
 }
 
+impl OpenCode {
+    /// [`OpenCode::command`] run in `dir`. OpenCode takes its working directory from `PWD` when set,
+    /// so both are set (a test process inherits the `PWD` of the shell that started it).
+    pub fn command_in(&self, home: &Path, dir: &Path) -> Command {
+        let mut command = self.command(home);
+        command.current_dir(dir).env("PWD", dir);
+        command
+    }
+}
+
 /// The environment that keeps OpenCode offline and inside `home`.
 pub fn offline_env(home: &Path) -> Vec<(String, String)> {
     let home = home.to_string_lossy();

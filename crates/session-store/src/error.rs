@@ -17,6 +17,9 @@ pub enum StoreError {
     /// The database was written by a newer version of the program.
     #[error("session database {} has schema version {found}, newer than this program knows ({known})", path.display())]
     NewerSchema { path: PathBuf, found: i64, known: i64 },
+    /// The file is another program's SQLite database (tables of its own, none of ours).
+    #[error("{} is not this program's session database (it holds other tables: {tables}…); it was left untouched", path.display())]
+    Foreign { path: PathBuf, tables: String },
     /// A row the caller named does not exist.
     #[error("{kind} {id} not found")]
     NotFound { kind: &'static str, id: String },
@@ -50,6 +53,10 @@ impl StoreError {
                  the store never overwrites it"
             }
             Self::NewerSchema { .. } => "upgrade opencode, or point it at another database file",
+            Self::Foreign { .. } => {
+                "this program keeps its sessions in its own file, opencode-rs.db; point it at that file, or \
+                 move the other one away if it was put there by mistake"
+            }
             Self::NotFound { .. } => "list what exists and use one of those ids",
             Self::Conflict(_) => "use a new id, or repeat the original request exactly",
             Self::Invalid(_) => "fix the request",

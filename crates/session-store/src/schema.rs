@@ -167,6 +167,24 @@ pub(crate) fn check_not_newer(path: &Path, version: i64) -> Result<()> {
     Ok(())
 }
 
+/// Fails when the file holds another program's tables (OpenCode's own database, say) and none of
+/// ours: checked before anything is written to it, so it is never touched.
+pub(crate) fn check_ours(conn: &Connection, path: &Path, version: i64) -> Result<()> {
+    if version > 0 {
+        return Ok(());
+    }
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 3",
+        )
+        .and_then(|mut statement| statement.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| StoreError::sqlite(path, e))?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Foreign { path: path.to_path_buf(), tables: tables.join(", ") })
+}
+
 /// Applies every migration above the current version up to `target`, each in its own transaction.
 pub(crate) fn migrate(conn: &mut Connection, path: &Path, target: i64) -> Result<i64> {
     let mut version = current_version(conn)?;

@@ -338,6 +338,11 @@ impl<'c> Tx<'c> {
 /// Opens one connection with the store's pragmas. Corruption and newer schemas are detected by reading
 /// before anything is written, so a damaged file is never modified.
 fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
+    if !read_only && path.exists() {
+        // Checked through a read-only connection first: a read-write one would change a file that is
+        // not ours on close (a WAL checkpoint), and another program's database must stay untouched.
+        drop(open_connection(path, true)?);
+    }
     let flags = if read_only {
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
     } else {
@@ -355,6 +360,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
     conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite)?;
     let version = schema::current_version(&conn).map_err(sqlite)?;
     schema::check_not_newer(path, version)?;
+    schema::check_ours(&conn, path, version)?;
     if !read_only {
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(sqlite)?;
         if !mode.eq_ignore_ascii_case("wal") {

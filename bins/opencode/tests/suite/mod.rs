@@ -1,4 +1,5 @@
 mod auth;
+mod coexist;
 mod crash;
 mod debug_config;
 mod mcp_auth;

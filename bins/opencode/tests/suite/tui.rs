@@ -196,9 +196,8 @@ fn the_tui_attaches_to_opencodes_own_server() {
     project(&home, &mock, json!({}));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut server = opencode
-        .command(&home.path().join("peer-home"))
+        .command_in(&home.path().join("peer-home"), &home.work())
         .args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()])
-        .current_dir(home.work())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -28,9 +28,8 @@ impl Drop for Serve {
 fn serve(opencode: &OpenCode, home: &Path, dir: &Path) -> (Serve, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = opencode
-        .command(home)
+        .command_in(home, dir)
         .args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()])
-        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -33,7 +33,7 @@ async fn files_are_listed_read_and_found_inside_the_instance_only() {
     assert_eq!(t.get("/find/file?query=src&type=directory").await, (200, json!(["src/"])));
     assert_eq!(t.get("/find/file?query=x&limit=500").await.0, 400);
 
-    assert_eq!(t.get("/file/content?path=../home/data/opencode.db").await.0, 400);
+    assert_eq!(t.get("/file/content?path=../home/data/opencode-rs.db").await.0, 400);
     assert_eq!(t.get("/file/content?path=/etc/passwd").await.0, 400);
     assert_eq!(t.get("/file/content?path=missing.txt").await.0, 404);
 }

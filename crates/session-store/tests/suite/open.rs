@@ -104,3 +104,27 @@ fn two_stores_on_one_file_see_each_others_writes() {
     let seen = first.read(|r| r.session(&session.id)).unwrap();
     assert_eq!(seen, Some(session));
 }
+
+#[test]
+fn another_programs_database_is_refused_before_anything_is_written() {
+    let dir = TempDir::new();
+    let conn = rusqlite::Connection::open(dir.db()).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE project (id TEXT PRIMARY KEY, worktree TEXT NOT NULL);
+         CREATE TABLE session (id TEXT PRIMARY KEY);
+         INSERT INTO project VALUES ('global', '/');",
+    )
+    .unwrap();
+    // Left open, as a running program would: its latest writes are still in the write-ahead log.
+    let before = (std::fs::read(dir.db()).unwrap(), std::fs::read(dir.db().with_extension("db-wal")).ok());
+    let err = Store::open(dir.db()).err().expect("refused");
+    assert!(matches!(err, StoreError::Foreign { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("is not this program's session database"), "{message}");
+    assert!(message.contains("project, session"), "{message}");
+    assert!(!message.contains("CREATE"), "{message}");
+    let after = (std::fs::read(dir.db()).unwrap(), std::fs::read(dir.db().with_extension("db-wal")).ok());
+    assert!(before == after, "the other program's files changed");
+    drop(conn);
+}
