@@ -12,6 +12,7 @@ pub mod commands;
 mod config;
 mod env;
 mod error;
+pub mod id;
 pub mod jsonc;
 mod load;
 mod markdown;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::sync::Weak;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,7 +24,10 @@ use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::error::TryRecvError;
+use tokio::sync::Notify;
 use tokio::sync::mpsc;
+use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 use crate::driver::LiveEvent;
 
@@ -36,8 +41,12 @@ pub struct BusEvent {
     pub json: String,
     /// The SSE frame (`data: <json>` and a blank line), encoded once for every subscriber.
     pub frame: Bytes,
+    /// The frame `/global/event` sends: OpenCode's envelope `{"directory","project","payload"}`.
+    pub global_frame: Bytes,
     /// For durable events: the store's event (session, sequence number, data) as JSON.
     pub durable: Option<Durable>,
+    /// Its place in the order the bus routed events (0 for events published around the router).
+    pub seq: u64,
 }
 
 /// A durable event's place in its session's log, and its stored form for `/api/session/{id}/event`.
@@ -54,6 +63,8 @@ pub struct Burst {
     pub events: Vec<Arc<BusEvent>>,
     /// Every event's frame, joined: what a subscriber that shows all of them writes, shared by all.
     pub frames: Bytes,
+    /// Every event's `/global/event` frame, joined.
+    pub global_frames: Bytes,
 }
 
 /// Fan-out of events to SSE subscribers. Cheap to clone.
@@ -64,16 +75,31 @@ pub struct EventBus {
 
 struct Inner {
     out: broadcast::Sender<Arc<BusEvent>>,
+    /// The `seq` of the last routed event the gatherer has sent on (or let pass unsubscribed).
+    delivered: watch::Sender<u64>,
+    /// Ends the gatherer's current window at once (a synchronous reply is waiting for it).
+    flush: Notify,
+    /// How far each live event stream has handed its events to the connection (`seq`).
+    feeds: Mutex<Vec<Weak<AtomicU64>>>,
+    /// Woken whenever a stream advances.
+    advanced: Notify,
     bursts: broadcast::Sender<Arc<Burst>>,
     pending: mpsc::UnboundedSender<Pending>,
-    /// Session id -> directory, learnt from session events and store reads.
-    directories: Mutex<HashMap<String, String>>,
+    /// Session id -> (directory, project id), learnt from session events and store reads.
+    directories: Mutex<HashMap<String, Place>>,
 }
 
-struct Pending {
-    kind: String,
-    properties: Value,
-    durable: Option<Durable>,
+/// Where a session's events belong: its directory and project.
+#[derive(Debug, Clone)]
+struct Place {
+    directory: String,
+    project: Option<String>,
+}
+
+enum Pending {
+    Event { kind: String, properties: Value, durable: Option<Durable> },
+    /// Answered with the `seq` of the last event routed before it.
+    Barrier(oneshot::Sender<u64>),
 }
 
 /// Events a slow subscriber may fall behind by before it skips ahead.
@@ -86,6 +112,8 @@ const BURST_CAPACITY: usize = 256;
 /// burst (docs/BENCHMARKS.md). 16 ms is one frame at 60 Hz, the rate OpenCode's TUI renders its event
 /// batches at, so clients show nothing later.
 const GATHER: Duration = Duration::from_millis(16);
+/// How long a synchronous reply waits at most for its turn's events to go out.
+const DELIVERY_WAIT: Duration = Duration::from_secs(1);
 /// Events in one burst at most (bounds a burst when the bus is flooded).
 const BURST_EVENTS: usize = 256;
 
@@ -96,6 +124,10 @@ impl EventBus {
         let (pending, rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             out: broadcast::channel(CAPACITY).0,
+            delivered: watch::channel(0).0,
+            flush: Notify::new(),
+            feeds: Mutex::default(),
+            advanced: Notify::new(),
             bursts: broadcast::channel(BURST_CAPACITY).0,
             pending,
             directories: Mutex::default(),
@@ -122,7 +154,8 @@ impl EventBus {
             seq: event.seq,
             json: serde_json::to_string(event).unwrap_or_default(),
         };
-        let pending = Pending { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
+        let pending =
+            Pending::Event { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
         // A closed channel means the server stopped; there is nobody to tell.
         let _stopped = self.inner.pending.send(pending);
     }
@@ -130,7 +163,58 @@ impl EventBus {
     /// Publishes a live event of the driver (routed by `properties.sessionID`).
     pub fn publish_live(&self, event: LiveEvent) {
         let _stopped =
-            self.inner.pending.send(Pending { kind: event.kind, properties: event.properties, durable: None });
+            self.inner.pending.send(Pending::Event { kind: event.kind, properties: event.properties, durable: None });
+    }
+
+    /// Resolves once every event published before this call has gone out to the event streams (past
+    /// the burst window). A synchronous reply waits for it, so that a client which stops reading its
+    /// stream when the reply arrives (OpenCode's `run --attach`) has seen the whole turn.
+    pub async fn delivered(&self) {
+        // Bounded: a stream or gatherer that fell behind skips events and never reaches them; the reply
+        // then goes after a second.
+        let _late = tokio::time::timeout(DELIVERY_WAIT, self.reach_streams()).await;
+    }
+
+    async fn reach_streams(&self) {
+        let (done, routed) = oneshot::channel();
+        if self.inner.pending.send(Pending::Barrier(done)).is_err() {
+            return; // the server is stopping
+        }
+        let Ok(target) = routed.await else { return };
+        self.inner.flush.notify_one();
+        let mut delivered = self.inner.delivered.subscribe();
+        // The guard it returns is dropped at once: it must not live across the waits below.
+        drop(delivered.wait_for(|last| *last >= target).await);
+        loop {
+            // Registered before checking, so an advance between the check and the wait is not missed.
+            let advanced = self.inner.advanced.notified();
+            if self.streams_at(target) {
+                return;
+            }
+            advanced.await;
+        }
+    }
+
+    /// Whether every live stream has handed its events up to `seq` to its connection.
+    fn streams_at(&self, seq: u64) -> bool {
+        let mut feeds = self.inner.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        feeds.retain(|feed| feed.strong_count() > 0);
+        feeds.iter().filter_map(Weak::upgrade).all(|feed| feed.load(Ordering::Acquire) >= seq)
+    }
+
+    /// A progress counter for one event stream: the stream sets it to the `seq` of the last event it
+    /// has handed to its connection ([`EventBus::advance`]); dropping it unregisters the stream.
+    pub(crate) fn track_stream(&self) -> Arc<AtomicU64> {
+        let progress = Arc::new(AtomicU64::new(*self.inner.delivered.borrow()));
+        self.inner.feeds.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&progress));
+        progress
+    }
+
+    /// Records that a stream has handed everything up to `seq` to its connection.
+    pub(crate) fn advance(&self, progress: &AtomicU64, seq: u64) {
+        if progress.fetch_max(seq, Ordering::AcqRel) < seq {
+            self.inner.advanced.notify_waiters();
+        }
     }
 
     /// Publishes an event whose directory is known (or `None` for every subscriber), bypassing routing.
@@ -148,22 +232,43 @@ impl EventBus {
         self.inner.bursts.subscribe()
     }
 
-    /// Remembers a session's directory (saves a store read when its events arrive).
-    pub fn remember(&self, session_id: &str, directory: &str) {
-        self.inner
-            .directories
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(session_id.to_owned(), directory.to_owned());
+    /// Remembers a session's directory and project (saves a store read when its events arrive).
+    pub fn remember(&self, session_id: &str, directory: &str, project: &str) {
+        let place = Place { directory: directory.to_owned(), project: Some(project.to_owned()) };
+        self.inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.to_owned(), place);
     }
 }
 
 /// Builds the wire form of an event.
 pub fn encode(directory: Option<String>, kind: &str, properties: Value) -> BusEvent {
+    encode_in(directory, None, kind, properties)
+}
+
+/// [`encode`] for an event whose project is known (`/global/event` names it).
+fn encode_in(directory: Option<String>, project: Option<&str>, kind: &str, properties: Value) -> BusEvent {
     let json = json!({ "id": id::ascending(IdKind::Event), "type": kind, "properties": properties }).to_string();
     // Serialised JSON has no raw line breaks, so one `data:` line carries it.
     let frame = Bytes::from(format!("data: {json}\n\n"));
-    BusEvent { directory, kind: kind.to_owned(), json, frame, durable: None }
+    let global_frame = Bytes::from(format!("data: {}\n\n", envelope(directory.as_deref(), project, &json)));
+    BusEvent { directory, kind: kind.to_owned(), json, frame, global_frame, durable: None, seq: 0 }
+}
+
+/// OpenCode's `/global/event` item: `{"directory","project","payload"}`, with the directory and project
+/// left out for server-wide events (as OpenCode does for `server.connected`).
+pub(crate) fn envelope(directory: Option<&str>, project: Option<&str>, payload: &str) -> String {
+    let quoted = |text: &str| serde_json::to_string(text).unwrap_or_default();
+    let mut out = String::with_capacity(payload.len() + 96);
+    out.push('{');
+    if let Some(directory) = directory.filter(|d| !d.is_empty()) {
+        out.push_str(&format!("\"directory\":{},", quoted(directory)));
+    }
+    if let Some(project) = project {
+        out.push_str(&format!("\"project\":{},", quoted(project)));
+    }
+    out.push_str("\"payload\":");
+    out.push_str(payload);
+    out.push('}');
+    out
 }
 
 /// OpenCode's `properties` for a durable event: the stored data, with `sessionID` added when missing.
@@ -177,19 +282,31 @@ fn properties_of(event: &Event) -> Value {
     properties
 }
 
-/// Tags each pending event with its session's directory, in arrival order, and broadcasts it.
+/// Tags each pending event with its session's directory, in arrival order, and broadcasts it; answers
+/// barriers once the gatherer has passed every event routed before them.
 async fn route(inner: std::sync::Weak<Inner>, mut rx: mpsc::UnboundedReceiver<Pending>, store: Arc<Store>) {
+    let mut seq = 0;
     while let Some(pending) = rx.recv().await {
         let Some(inner) = inner.upgrade() else { return };
-        let directory = directory_of(&inner, &store, &pending).await;
-        if directory.is_none() && pending.properties.get("sessionID").is_some() && pending.durable.is_none() {
+        let (kind, properties, durable) = match pending {
+            Pending::Event { kind, properties, durable } => (kind, properties, durable),
+            Pending::Barrier(done) => {
+                let _gone = done.send(seq);
+                continue;
+            }
+        };
+        let place = place_of(&inner, &store, &properties).await;
+        if place.is_none() && properties.get("sessionID").is_some() && durable.is_none() {
             // The session is gone (or never existed): no instance may see its live events.
             continue;
         }
+        let project = place.as_ref().and_then(|place| place.project.clone());
         // A durable event of an unknown session still reaches session streams, but no instance stream.
-        let directory = directory.or_else(|| pending.durable.as_ref().map(|_| String::new()));
-        let mut event = encode(directory, &pending.kind, pending.properties);
-        event.durable = pending.durable;
+        let directory = place.map(|place| place.directory).or_else(|| durable.as_ref().map(|_| String::new()));
+        let mut event = encode_in(directory, project.as_deref(), &kind, properties);
+        event.durable = durable;
+        seq += 1;
+        event.seq = seq;
         let _no_subscribers = inner.out.send(Arc::new(event));
     }
 }
@@ -208,9 +325,17 @@ async fn gather(inner: Weak<Inner>, mut rx: broadcast::Receiver<Arc<BusEvent>>) 
         };
         let subscribed = inner.upgrade().is_some_and(|inner| inner.bursts.receiver_count() > 0);
         if !subscribed {
+            mark_delivered(&inner, first.seq);
             continue;
         }
-        tokio::time::sleep(GATHER).await;
+        let flush = inner.upgrade();
+        if let Some(flush) = &flush {
+            tokio::select! {
+                () = tokio::time::sleep(GATHER) => {}
+                () = flush.flush.notified() => {}
+            }
+        }
+        drop(flush);
         let mut events = vec![first];
         while events.len() < BURST_EVENTS {
             match rx.try_recv() {
@@ -220,8 +345,21 @@ async fn gather(inner: Weak<Inner>, mut rx: broadcast::Receiver<Arc<BusEvent>>) 
             }
         }
         let frames = join(events.iter().map(|event| &event.frame));
-        let Some(inner) = inner.upgrade() else { return };
-        let _no_subscribers = inner.bursts.send(Arc::new(Burst { events, frames }));
+        let global_frames = join(events.iter().map(|event| &event.global_frame));
+        let last = events.iter().map(|event| event.seq).max().unwrap_or(0);
+        let Some(strong) = inner.upgrade() else { return };
+        let _no_subscribers = strong.bursts.send(Arc::new(Burst { events, frames, global_frames }));
+        mark_delivered(&inner, last);
+    }
+}
+
+fn mark_delivered(inner: &Weak<Inner>, seq: u64) {
+    if let Some(inner) = inner.upgrade() {
+        inner.delivered.send_if_modified(|last| {
+            let advanced = seq > *last;
+            *last = (*last).max(seq);
+            advanced
+        });
     }
 }
 
@@ -232,11 +370,16 @@ pub(crate) fn join<'a>(frames: impl Iterator<Item = &'a Bytes>) -> Bytes {
     chunk.freeze()
 }
 
-async fn directory_of(inner: &Inner, store: &Arc<Store>, pending: &Pending) -> Option<String> {
-    let session_id = pending.properties.get("sessionID").and_then(Value::as_str)?.to_owned();
-    if let Some(directory) = pending.properties.pointer("/info/directory").and_then(Value::as_str) {
-        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id, directory.to_owned());
-        return Some(directory.to_owned());
+async fn place_of(inner: &Inner, store: &Arc<Store>, properties: &Value) -> Option<Place> {
+    let session_id = properties.get("sessionID").and_then(Value::as_str)?.to_owned();
+    let remember = |place: &Place| {
+        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.clone(), place.clone());
+    };
+    if let Some(directory) = properties.pointer("/info/directory").and_then(Value::as_str) {
+        let project = properties.pointer("/info/projectID").and_then(Value::as_str).map(str::to_owned);
+        let place = Place { directory: directory.to_owned(), project };
+        remember(&place);
+        return Some(place);
     }
     let known = inner.directories.lock().unwrap_or_else(PoisonError::into_inner).get(&session_id).cloned();
     if known.is_some() {
@@ -249,9 +392,9 @@ async fn directory_of(inner: &Inner, store: &Arc<Store>, pending: &Pending) -> O
         .ok()
         .and_then(Result::ok)
         .flatten()
-        .map(|session| session.directory);
-    if let Some(directory) = &found {
-        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id, directory.clone());
+        .map(|session| Place { directory: session.directory, project: Some(session.project_id) });
+    if let Some(place) = &found {
+        remember(place);
     }
     found
 }

@@ -33,7 +33,7 @@
 mod error;
 mod events;
 mod history;
-pub mod id;
+pub use opencode_config::id;
 mod part;
 mod permissions;
 mod runtime;

@@ -30,6 +30,7 @@ use crate::permission::Rule;
 use crate::permission::Ruleset;
 use crate::permission_hook::PermissionHook;
 use crate::permission_hook::PermissionQuery;
+use opencode_config::id::IdKind;
 
 /// What a tool asks permission for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -371,13 +372,14 @@ impl Permissions {
         kind: PendingKind,
         cancel: &CancellationToken,
     ) -> Result<Reply, ToolError> {
-        // OpenCode's prefixes: `per` for permission requests, `que` for questions.
-        let prefix = match kind {
-            PendingKind::Permission(_) => "per_",
-            PendingKind::Question { .. } => "que_",
+        // OpenCode's ids (`per_…` for permission requests, `que_…` for questions): its clients keep
+        // requests in arrays sorted by id and expect the format of its other ids.
+        let kind_of_id = match kind {
+            PendingKind::Permission(_) => IdKind::Permission,
+            PendingKind::Question { .. } => IdKind::Question,
         };
         let request = PendingRequest {
-            id: crate::id::ascending(prefix),
+            id: opencode_config::id::ascending(kind_of_id),
             session_id: session_id.to_owned(),
             agent: agent.name.clone(),
             kind,

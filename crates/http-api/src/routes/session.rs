@@ -552,7 +552,7 @@ pub(crate) async fn create(s: &AppState, instance: &Instance, body: CreateSessio
             }
         })
         .await?;
-    s.inner.bus.remember(&session.id, &session.directory);
+    s.inner.bus.remember(&session.id, &session.directory, &session.project_id);
     Ok(session)
 }
 
@@ -621,7 +621,10 @@ pub(crate) async fn prompt(s: &AppState, id: &str, body: PromptRequest) -> Resul
     if body.parts.is_empty() {
         return Err(ApiError::bad("a prompt needs at least one part"));
     }
-    Ok(s.inner.driver.prompt(session, body).await?)
+    let answer = s.inner.driver.prompt(session, body).await?;
+    // The turn's last events go out before the reply: clients may stop reading at the reply.
+    s.inner.bus.delivered().await;
+    Ok(answer)
 }
 
 pub(crate) async fn one_message(s: &AppState, id: &str, message: &str) -> Result<MessageWithParts, ApiError> {

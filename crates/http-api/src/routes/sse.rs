@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -25,6 +26,7 @@ use tokio::sync::watch;
 use super::Op;
 use crate::bus::Burst;
 use crate::bus::BusEvent;
+use crate::bus::EventBus;
 use crate::bus::encode;
 use crate::bus::join;
 use crate::error::ApiError;
@@ -57,12 +59,14 @@ const REPLAY_PAGE: usize = 500;
 async fn instance_events(State(s): State<AppState>, Dir(i): Dir) -> Response {
     // Subscribe before the body starts so that nothing published after this request is missed.
     let rx = s.inner.bus.subscribe_bursts();
-    sse(feed(rx, Some(i.directory_str()), s.inner.shutdown.clone()))
+    sse(feed(rx, Scope::Instance(i.directory_str()), s.inner.bus.clone(), s.inner.shutdown.clone()))
 }
 
+/// Every instance's events, each in OpenCode's envelope `{"directory","project","payload"}` (its TUI
+/// and CLI follow this stream and route events by the envelope's directory).
 async fn global_events(State(s): State<AppState>) -> Response {
     let rx = s.inner.bus.subscribe_bursts();
-    sse(feed(rx, None, s.inner.shutdown.clone()))
+    sse(feed(rx, Scope::Global, s.inner.bus.clone(), s.inner.shutdown.clone()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -94,28 +98,46 @@ fn sse(stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static) -
     response
 }
 
+/// Which events a stream shows, and in which form.
+enum Scope {
+    /// One instance directory's events, bare.
+    Instance(String),
+    /// Every instance's events, enveloped.
+    Global,
+}
+
 struct Feed {
     rx: broadcast::Receiver<Arc<Burst>>,
-    directory: Option<String>,
+    scope: Scope,
+    bus: EventBus,
+    /// How far this stream has handed events to its connection, for synchronous replies to wait on.
+    progress: Arc<AtomicU64>,
+    /// The `seq` of the last burst taken from the bus: reached once the stream is polled again
+    /// (hyper polls for more only after it has taken the previous chunk).
+    taken: u64,
     shutdown: watch::Receiver<bool>,
     heartbeat: tokio::time::Interval,
     first: Option<Bytes>,
 }
 
-/// `server.connected`, then every bus event for `directory` (all when `None`), with heartbeats. Each
-/// item is one burst's frames.
+/// `server.connected`, then every bus event of the scope, with heartbeats. Each item is one burst's
+/// frames.
 fn feed(
     rx: broadcast::Receiver<Arc<Burst>>,
-    directory: Option<String>,
+    scope: Scope,
+    bus: EventBus,
     shutdown: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
-    let first = Some(encode(None, "server.connected", json!({})).frame);
-    let state = Feed { rx, directory, shutdown, heartbeat, first };
+    let first = Some(scope.frame(&encode(None, "server.connected", json!({}))));
+    let progress = bus.track_stream();
+    let taken = progress.load(std::sync::atomic::Ordering::Acquire);
+    let state = Feed { rx, scope, bus, progress, taken, shutdown, heartbeat, first };
     futures_util::stream::unfold(state, |mut feed| async move {
         if let Some(first) = feed.first.take() {
             return Some((Ok(first), feed));
         }
+        feed.bus.advance(&feed.progress, feed.taken);
         loop {
             let received = tokio::select! {
                 _ = feed.shutdown.wait_for(|stop| *stop) => return None,
@@ -123,13 +145,17 @@ fn feed(
                 received = feed.rx.recv() => Some(received),
             };
             let Some(received) = received else {
-                return Some((Ok(encode(None, "server.heartbeat", json!({})).frame), feed));
+                let heartbeat = feed.scope.frame(&encode(None, "server.heartbeat", json!({})));
+                return Some((Ok(heartbeat), feed));
             };
             match received {
                 Ok(burst) => {
+                    feed.taken = burst.events.iter().map(|event| event.seq).max().unwrap_or(feed.taken);
                     if let Some(chunk) = feed.chunk(&burst) {
                         return Some((Ok(chunk), feed));
                     }
+                    // Nothing of it for this stream: it is as far as the burst.
+                    feed.bus.advance(&feed.progress, feed.taken);
                 }
                 Err(RecvError::Lagged(missed)) => {
                     tracing::warn!(missed, "an event subscriber fell behind; bursts of events skipped");
@@ -140,19 +166,45 @@ fn feed(
     })
 }
 
-impl Feed {
-    /// What this stream writes of `burst`: the shared frames when it shows every event.
-    fn chunk(&self, burst: &Burst) -> Option<Bytes> {
-        let directory = self.directory.as_deref();
-        if burst.events.iter().all(|event| visible(event, directory)) {
-            return Some(burst.frames.clone());
+impl Scope {
+    fn frame(&self, event: &BusEvent) -> Bytes {
+        match self {
+            Self::Instance(_) => event.frame.clone(),
+            Self::Global => event.global_frame.clone(),
         }
-        let shown = burst.events.iter().filter(|event| visible(event, directory)).map(|event| &event.frame);
-        Some(join(shown)).filter(|chunk| !chunk.is_empty())
     }
 }
 
+impl Feed {
+    /// What this stream writes of `burst`: the shared frames when it shows every event.
+    fn chunk(&self, burst: &Burst) -> Option<Bytes> {
+        let directory = match &self.scope {
+            Scope::Instance(directory) => Some(directory.as_str()),
+            Scope::Global => None,
+        };
+        if burst.events.iter().all(|event| visible(event, directory)) {
+            return Some(match self.scope {
+                Scope::Instance(_) => burst.frames.clone(),
+                Scope::Global => burst.global_frames.clone(),
+            });
+        }
+        let shown: Vec<Bytes> = burst
+            .events
+            .iter()
+            .filter(|event| visible(event, directory))
+            .map(|event| self.scope.frame(event))
+            .collect();
+        Some(join(shown.iter())).filter(|chunk| !chunk.is_empty())
+    }
+}
+
+/// Whether an instance or global stream shows `event`. The V2 session events (`session.next.*`) are
+/// only for `/api/session/{id}/event`: OpenCode's own streams never carry them, and its TUI reads them
+/// in the V2 shape (`data`, not `properties`), so one of them would break the rest of its batch.
 fn visible(event: &BusEvent, directory: Option<&str>) -> bool {
+    if event.kind.starts_with("session.next.") {
+        return false;
+    }
     match (directory, event.directory.as_deref()) {
         (None, Some("")) => false,
         (None, _) | (_, None) => true,
