@@ -21,10 +21,10 @@ use opencode_session_store::id;
 use opencode_session_store::id::IdKind;
 use serde_json::Value;
 use serde_json::json;
+use tokio::sync::Notify;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::broadcast::error::TryRecvError;
-use tokio::sync::Notify;
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
 use tokio::sync::watch;
@@ -97,7 +97,11 @@ struct Place {
 }
 
 enum Pending {
-    Event { kind: String, properties: Value, durable: Option<Durable> },
+    Event {
+        kind: String,
+        properties: Value,
+        durable: Option<Durable>,
+    },
     /// Answered with the `seq` of the last event routed before it.
     Barrier(oneshot::Sender<u64>),
 }
@@ -113,7 +117,7 @@ const BURST_CAPACITY: usize = 256;
 /// batches at, so clients show nothing later.
 const GATHER: Duration = Duration::from_millis(16);
 /// How long a synchronous reply waits at most for its turn's events to go out.
-const DELIVERY_WAIT: Duration = Duration::from_secs(1);
+const DELIVERY_WAIT: Duration = Duration::from_millis(250);
 /// Events in one burst at most (bounds a burst when the bus is flooded).
 const BURST_EVENTS: usize = 256;
 
@@ -170,8 +174,8 @@ impl EventBus {
     /// the burst window). A synchronous reply waits for it, so that a client which stops reading its
     /// stream when the reply arrives (OpenCode's `run --attach`) has seen the whole turn.
     pub async fn delivered(&self) {
-        // Bounded: a stream or gatherer that fell behind skips events and never reaches them; the reply
-        // then goes after a second.
+        // Bounded: a stream or gatherer that fell behind skips events and never reaches them, and a
+        // stream whose client left unnoticed never advances; the reply then goes a quarter second late.
         let _late = tokio::time::timeout(DELIVERY_WAIT, self.reach_streams()).await;
     }
 
@@ -202,19 +206,11 @@ impl EventBus {
         feeds.iter().filter_map(Weak::upgrade).all(|feed| feed.load(Ordering::Acquire) >= seq)
     }
 
-    /// A progress counter for one event stream: the stream sets it to the `seq` of the last event it
-    /// has handed to its connection ([`EventBus::advance`]); dropping it unregisters the stream.
-    pub(crate) fn track_stream(&self) -> Arc<AtomicU64> {
-        let progress = Arc::new(AtomicU64::new(*self.inner.delivered.borrow()));
-        self.inner.feeds.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&progress));
-        progress
-    }
-
-    /// Records that a stream has handed everything up to `seq` to its connection.
-    pub(crate) fn advance(&self, progress: &AtomicU64, seq: u64) {
-        if progress.fetch_max(seq, Ordering::AcqRel) < seq {
-            self.inner.advanced.notify_waiters();
-        }
+    /// A progress counter for one event stream; dropping it (the stream ended) unregisters it.
+    pub(crate) fn track_stream(&self) -> StreamProgress {
+        let counter = Arc::new(AtomicU64::new(*self.inner.delivered.borrow()));
+        self.inner.feeds.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&counter));
+        StreamProgress { counter: Some(counter), bus: self.clone() }
     }
 
     /// Publishes an event whose directory is known (or `None` for every subscriber), bypassing routing.
@@ -236,6 +232,35 @@ impl EventBus {
     pub fn remember(&self, session_id: &str, directory: &str, project: &str) {
         let place = Place { directory: directory.to_owned(), project: Some(project.to_owned()) };
         self.inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.to_owned(), place);
+    }
+}
+
+/// How far one event stream has handed its events to its connection (see [`EventBus::delivered`]).
+pub(crate) struct StreamProgress {
+    counter: Option<Arc<AtomicU64>>,
+    bus: EventBus,
+}
+
+impl StreamProgress {
+    /// Records that the stream has handed everything up to `seq` to its connection.
+    pub(crate) fn advance(&self, seq: u64) {
+        let Some(counter) = &self.counter else { return };
+        if counter.fetch_max(seq, Ordering::AcqRel) < seq {
+            self.bus.inner.advanced.notify_waiters();
+        }
+    }
+
+    /// The `seq` the stream is at.
+    pub(crate) fn at(&self) -> u64 {
+        self.counter.as_ref().map_or(0, |counter| counter.load(Ordering::Acquire))
+    }
+}
+
+impl Drop for StreamProgress {
+    fn drop(&mut self) {
+        // Gone first, then announced: a waiting reply must not wait for a stream that has ended.
+        drop(self.counter.take());
+        self.bus.inner.advanced.notify_waiters();
     }
 }
 

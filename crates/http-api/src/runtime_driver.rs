@@ -36,6 +36,7 @@ use opencode_tool_registry::PendingEvent;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::Reply;
 use opencode_tool_registry::ReplyError;
+use serde_json::Value;
 use serde_json::json;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
@@ -362,6 +363,7 @@ async fn forward(
     out: broadcast::Sender<Arc<DriverEvent>>,
     statuses: Arc<Mutex<BTreeMap<String, SessionStatus>>>,
 ) {
+    let mut announced = Announced::default();
     loop {
         let event = match runtime.recv().await {
             Ok(event) => event,
@@ -380,9 +382,49 @@ async fn forward(
                 known.insert(session_id.clone(), status);
             }
         }
-        for mapped in opencode_events(&event) {
+        for mapped in announced.before(&event).into_iter().chain(opencode_events(&event)) {
             // Nobody listening (no server yet, or it stopped) is fine.
             let _unheard = out.send(Arc::new(mapped));
+        }
+    }
+}
+
+/// The streaming parts OpenCode's clients know of. They drop a delta for a part they have not been
+/// told of (`message.part.updated`), so a part whose first delta comes before its first durable
+/// write is announced, empty, first, as OpenCode does. Forgotten when the session goes idle.
+#[derive(Default)]
+struct Announced {
+    parts: std::collections::HashMap<String, std::collections::HashSet<String>>,
+}
+
+impl Announced {
+    /// What must reach clients before `event`.
+    fn before(&mut self, event: &RuntimeEvent) -> Option<DriverEvent> {
+        match event {
+            RuntimeEvent::Durable(durable) if durable.kind == "message.part.updated" => {
+                let part = durable.data.pointer("/part/id").and_then(Value::as_str)?;
+                self.parts.entry(durable.session_id.clone()).or_default().insert(part.to_owned());
+                None
+            }
+            RuntimeEvent::Delta { session_id, message_id, part_id, kind, .. } => {
+                let kind = match kind {
+                    DeltaKind::Text => "text",
+                    DeltaKind::Reasoning => "reasoning",
+                    DeltaKind::Compaction | DeltaKind::ToolInput => return None,
+                };
+                if !self.parts.entry(session_id.clone()).or_default().insert(part_id.clone()) {
+                    return None;
+                }
+                let part = json!({ "id": part_id, "sessionID": session_id, "messageID": message_id, "type": kind,
+                                   "text": "", "time": { "start": opencode_session_store::id::now_ms() } });
+                let properties = json!({ "part": part, "sessionID": session_id });
+                Some(DriverEvent::Live(LiveEvent { kind: "message.part.updated".into(), properties }))
+            }
+            RuntimeEvent::Status { session_id, status: opencode_session_runtime::SessionStatus::Idle } => {
+                self.parts.remove(session_id);
+                None
+            }
+            _ => None,
         }
     }
 }

@@ -6,7 +6,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -27,6 +26,7 @@ use super::Op;
 use crate::bus::Burst;
 use crate::bus::BusEvent;
 use crate::bus::EventBus;
+use crate::bus::StreamProgress;
 use crate::bus::encode;
 use crate::bus::join;
 use crate::error::ApiError;
@@ -109,9 +109,8 @@ enum Scope {
 struct Feed {
     rx: broadcast::Receiver<Arc<Burst>>,
     scope: Scope,
-    bus: EventBus,
     /// How far this stream has handed events to its connection, for synchronous replies to wait on.
-    progress: Arc<AtomicU64>,
+    progress: StreamProgress,
     /// The `seq` of the last burst taken from the bus: reached once the stream is polled again
     /// (hyper polls for more only after it has taken the previous chunk).
     taken: u64,
@@ -131,13 +130,13 @@ fn feed(
     let heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     let first = Some(scope.frame(&encode(None, "server.connected", json!({}))));
     let progress = bus.track_stream();
-    let taken = progress.load(std::sync::atomic::Ordering::Acquire);
-    let state = Feed { rx, scope, bus, progress, taken, shutdown, heartbeat, first };
+    let taken = progress.at();
+    let state = Feed { rx, scope, progress, taken, shutdown, heartbeat, first };
     futures_util::stream::unfold(state, |mut feed| async move {
         if let Some(first) = feed.first.take() {
             return Some((Ok(first), feed));
         }
-        feed.bus.advance(&feed.progress, feed.taken);
+        feed.progress.advance(feed.taken);
         loop {
             let received = tokio::select! {
                 _ = feed.shutdown.wait_for(|stop| *stop) => return None,
@@ -155,7 +154,7 @@ fn feed(
                         return Some((Ok(chunk), feed));
                     }
                     // Nothing of it for this stream: it is as far as the burst.
-                    feed.bus.advance(&feed.progress, feed.taken);
+                    feed.progress.advance(feed.taken);
                 }
                 Err(RecvError::Lagged(missed)) => {
                     tracing::warn!(missed, "an event subscriber fell behind; bursts of events skipped");
@@ -283,7 +282,14 @@ mod tests {
     fn burst(events: &[(&str, &str)]) -> Arc<Burst> {
         let events: Vec<_> = events.iter().map(|(directory, kind)| event(directory, kind)).collect();
         let frames = join(events.iter().map(|event| &event.frame));
-        Arc::new(Burst { events, frames })
+        let global_frames = join(events.iter().map(|event| &event.global_frame));
+        Arc::new(Burst { events, frames, global_frames })
+    }
+
+    fn bus() -> (EventBus, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = opencode_session_store::Store::open(dir.path().join("db")).unwrap();
+        (EventBus::new(Arc::new(store)), dir)
     }
 
     fn kinds(chunk: &[u8]) -> Vec<String> {
@@ -293,7 +299,8 @@ mod tests {
             .filter(|frame| !frame.is_empty())
             .map(|frame| {
                 let data: serde_json::Value = serde_json::from_str(frame.strip_prefix("data: ").unwrap()).unwrap();
-                data["type"].as_str().unwrap().to_owned()
+                let event = data.get("payload").unwrap_or(&data);
+                event["type"].as_str().unwrap().to_owned()
             })
             .collect()
     }
@@ -302,7 +309,8 @@ mod tests {
     async fn a_burst_is_one_chunk_in_order_without_other_instances_events_and_shared_when_all_are_shown() {
         let (tx, rx) = broadcast::channel(16);
         let (_stop, shutdown) = watch::channel(false);
-        let mut stream = Box::pin(feed(rx, Some("/a".to_owned()), shutdown));
+        let (bus, _dir) = bus();
+        let mut stream = Box::pin(feed(rx, Scope::Instance("/a".to_owned()), bus, shutdown));
         let connected = stream.next().await.unwrap().unwrap();
         assert_eq!(kinds(&connected), ["server.connected"]);
 
@@ -323,11 +331,28 @@ mod tests {
     async fn the_stream_ends_when_the_bus_closes() {
         let (tx, rx) = broadcast::channel(16);
         let (_stop, shutdown) = watch::channel(false);
-        let mut stream = Box::pin(feed(rx, None, shutdown));
+        let (bus, _dir) = bus();
+        let mut stream = Box::pin(feed(rx, Scope::Global, bus, shutdown));
         stream.next().await.unwrap().unwrap();
         tx.send(burst(&[("/a", "last")])).unwrap();
         drop(tx);
         assert_eq!(kinds(&stream.next().await.unwrap().unwrap()), ["last"]);
         assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn the_global_stream_wraps_events_as_opencode_does_and_no_stream_carries_v2_events() {
+        let (tx, rx) = broadcast::channel(16);
+        let (_stop, shutdown) = watch::channel(false);
+        let (bus, _dir) = bus();
+        let mut stream = Box::pin(feed(rx, Scope::Global, bus, shutdown));
+        let connected = stream.next().await.unwrap().unwrap();
+        assert!(connected.starts_with(b"data: {\"payload\":{"), "{connected:?}");
+        tx.send(burst(&[("/a", "session.next.prompted"), ("/a", "message.updated")])).unwrap();
+        let chunk = stream.next().await.unwrap().unwrap();
+        let data: serde_json::Value =
+            serde_json::from_str(std::str::from_utf8(&chunk).unwrap().trim().strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(data["directory"], "/a");
+        assert_eq!(data["payload"]["type"], "message.updated");
     }
 }

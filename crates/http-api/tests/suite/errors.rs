@@ -80,6 +80,7 @@ async fn a_taken_port_is_reported_clearly() {
 
 #[tokio::test]
 async fn prompts_without_a_runtime_are_503() {
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
     let root = tempfile::tempdir().unwrap();
     let paths = opencode_config::Paths::under(root.path());
     std::fs::create_dir_all(&paths.data).unwrap();

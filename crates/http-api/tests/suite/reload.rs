@@ -113,7 +113,8 @@ async fn global_config_is_read_and_updated_and_disposes_every_instance() {
     let (status, initial) = t.get("/global/config").await;
     assert_eq!((status, initial.get("model")), (200, None), "{initial}");
     let mut global = Events::open(&t.http, &t.at("/global/event")).await;
-    assert_eq!(global.next().await.1["type"], "server.connected");
+    // OpenCode's envelope: `{directory, project, payload}` (no directory for server-wide events).
+    assert_eq!(global.next().await.1["payload"]["type"], "server.connected");
     assert_eq!(t.get("/config").await.1.get("model"), None);
 
     let (status, updated) = t.patch("/global/config", json!({ "model": "a/b" })).await;
@@ -125,9 +126,10 @@ async fn global_config_is_read_and_updated_and_disposes_every_instance() {
         serde_json::from_str(&std::fs::read_to_string(config_dir.join("opencode.json")).unwrap()).unwrap();
     assert_eq!(file, json!({ "model": "a/b" }));
     let kinds = [global.next().await.1, global.next().await.1];
-    assert_eq!(kinds[0]["type"], "server.instance.disposed");
-    assert_eq!(kinds[0]["properties"]["directory"], t.dir.to_string_lossy().as_ref());
-    assert_eq!(kinds[1]["type"], "global.disposed");
+    assert_eq!(kinds[0]["payload"]["type"], "server.instance.disposed");
+    assert_eq!(kinds[0]["directory"], t.dir.to_string_lossy().as_ref());
+    assert_eq!(kinds[0]["payload"]["properties"]["directory"], t.dir.to_string_lossy().as_ref());
+    assert_eq!(kinds[1]["payload"]["type"], "global.disposed");
 
     // An existing JSONC file is edited in place, comments kept; bad settings write nothing.
     std::fs::write(config_dir.join("opencode.jsonc"), "{\n  // mine\n  \"model\": \"c/d\"\n}\n").unwrap();
