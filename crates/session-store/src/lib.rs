@@ -10,6 +10,8 @@
 //!   [`Store::read`] runs on a pooled read connection ([`Reader`]).
 //! - **Cheap streaming, explicit durability.** [`Store::stage_part`] coalesces part updates in memory and
 //!   commits them in batches; [`Store::flush`] commits and fsyncs before a step is reported finished.
+//! - **OpenCode's history.** [`OpenCodeData`] imports OpenCode's own database (read-only) or its older
+//!   JSON files, ids kept, idempotently and resumably.
 //! - **Safe to share.** WAL, busy timeout and immediate transactions let several processes use one file
 //!   without "database is locked"; migrations are versioned; a damaged file is reported, never rewritten.
 //!

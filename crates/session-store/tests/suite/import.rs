@@ -196,7 +196,7 @@ fn the_source_database_and_its_log_are_never_written() {
     let store = Store::open(dir.path().join("ours.db")).unwrap();
     import(dir.path(), &store);
     import(dir.path(), &store);
-    assert!(before[1].len() > 0, "the rows are still in OpenCode's write-ahead log");
+    assert!(!before[1].is_empty(), "the rows are still in OpenCode's write-ahead log");
     assert!(read() == before, "OpenCode's files are byte for byte the same");
     drop(db);
 }
