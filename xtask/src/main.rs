@@ -39,6 +39,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-catalog", "catalog"),
     ("opencode-system-context", "reconcile"),
     ("opencode-session-store", "store"),
+    ("opencode-session-store", "import"),
     ("opencode-tool-registry", "tools"),
     ("opencode-plugin-host", "hooks"),
     ("opencode-mcp", "mcp"),

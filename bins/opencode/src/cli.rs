@@ -77,10 +77,15 @@ pub enum Command {
         /// The session id (default: the latest session of this directory).
         session: Option<String>,
     },
-    /// Import a session from a JSON file written by `opencode export`.
+    /// Import a session from a JSON file written by `opencode export`, or OpenCode's own history.
     Import {
         /// The exported file (`-` for standard input).
-        file: PathBuf,
+        #[arg(required_unless_present = "from_opencode", conflicts_with = "from_opencode")]
+        file: Option<PathBuf>,
+        /// Copy OpenCode's projects, sessions, messages and parts from its data directory (read-only
+        /// there; again later, only what is new is added).
+        #[arg(long)]
+        from_opencode: bool,
     },
     /// Run the OpenCode-compatible HTTP API server, headless.
     Serve(ServeArgs),

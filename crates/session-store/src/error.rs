@@ -20,6 +20,9 @@ pub enum StoreError {
     /// The file is another program's SQLite database (tables of its own, none of ours).
     #[error("{} is not this program's session database (it holds other tables: {tables}…); it was left untouched", path.display())]
     Foreign { path: PathBuf, tables: String },
+    /// OpenCode's data, to import from, is missing or unreadable.
+    #[error("cannot import from {}: {detail}", path.display())]
+    ImportSource { path: PathBuf, detail: String },
     /// A row the caller named does not exist.
     #[error("{kind} {id} not found")]
     NotFound { kind: &'static str, id: String },
@@ -56,6 +59,10 @@ impl StoreError {
             Self::Foreign { .. } => {
                 "this program keeps its sessions in its own file, opencode-rs.db; point it at that file, or \
                  move the other one away if it was put there by mistake"
+            }
+            Self::ImportSource { .. } => {
+                "OpenCode keeps its data in ~/.local/share/opencode (opencode.db, or storage/ before 1.2); \
+                 check that the path is right and readable; nothing was changed there"
             }
             Self::NotFound { .. } => "list what exists and use one of those ids",
             Self::Conflict(_) => "use a new id, or repeat the original request exactly",

@@ -10,6 +10,8 @@
 //!   [`Store::read`] runs on a pooled read connection ([`Reader`]).
 //! - **Cheap streaming, explicit durability.** [`Store::stage_part`] coalesces part updates in memory and
 //!   commits them in batches; [`Store::flush`] commits and fsyncs before a step is reported finished.
+//! - **OpenCode's history.** [`OpenCodeData`] imports OpenCode's own database (read-only) or its older
+//!   JSON files, ids kept, idempotently and resumably.
 //! - **Safe to share.** WAL, busy timeout and immediate transactions let several processes use one file
 //!   without "database is locked"; migrations are versioned; a damaged file is reported, never rewritten.
 //!
@@ -34,6 +36,7 @@ mod error;
 mod events;
 mod history;
 pub use opencode_config::id;
+mod import;
 mod part;
 mod permissions;
 mod runtime;
@@ -47,6 +50,13 @@ pub use error::StoreError;
 pub use history::INTERRUPTED_TOOL_ERROR;
 pub use history::MessagePage;
 pub use history::MessageWithParts;
+pub use import::IMPORTED_META;
+pub use import::ImportCounts;
+pub use import::ImportProgress;
+pub use import::ImportReport;
+pub use import::OPENCODE_DATABASE;
+pub use import::OpenCodeData;
+pub use import::SkippedRow;
 pub use part::FileData;
 pub use part::Part;
 pub use part::PartKind;

@@ -2,6 +2,7 @@
 
 mod auth;
 mod debug;
+mod import;
 mod mcp;
 mod models;
 mod output;
@@ -10,19 +11,28 @@ mod serve;
 mod sessions;
 mod tui;
 
+use std::path::Path;
+
 use crate::cli::{Cli, Command, DebugCommand};
 use crate::context::Context;
 use crate::error::CliError;
 
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let context = Context::load()?;
-    let Some(command) = cli.command else { return tui::local(&context, cli.tui) };
+    let Some(command) = cli.command else {
+        import::hint_once(&context);
+        return tui::local(&context, cli.tui);
+    };
+    if matches!(command, Command::Run(_) | Command::Session(_) | Command::Export { .. } | Command::Serve(_)) {
+        import::hint_once(&context);
+    }
     match command {
         Command::Attach(args) => tui::attach(&context, args),
         Command::Run(args) => run::run(&context, args),
         Command::Session(command) => sessions::run(&context, command),
         Command::Export { session } => sessions::export(&context, session.as_deref()),
-        Command::Import { file } => sessions::import(&context, &file),
+        Command::Import { from_opencode: true, .. } => import::from_opencode(&context),
+        Command::Import { file, .. } => sessions::import(&context, file.as_deref().unwrap_or(Path::new("-"))),
         Command::Serve(args) => serve::run(&context, args),
         Command::Models(args) => models::run(&context, &args),
         Command::Auth(command) => auth::run(&context, command),

@@ -1,7 +1,9 @@
 mod concurrency;
 mod crash;
 mod history;
+mod import;
 mod open;
+mod opencode_fixture;
 mod runtime;
 mod sessions;
 mod support;
