@@ -296,13 +296,15 @@ pub(crate) fn envelope(directory: Option<&str>, project: Option<&str>, payload: 
     out
 }
 
-/// OpenCode's `properties` for a durable event: the stored data, with `sessionID` added when missing.
+/// OpenCode's `properties` for a durable event: the stored data, with `sessionID` added when missing
+/// (and, for a part update, the `time` it was published, as OpenCode sends it).
 fn properties_of(event: &Event) -> Value {
     let mut properties = event.data.clone();
-    if let Value::Object(map) = &mut properties
-        && !map.contains_key("sessionID")
-    {
-        map.insert("sessionID".to_owned(), Value::String(event.session_id.clone()));
+    if let Value::Object(map) = &mut properties {
+        map.entry("sessionID").or_insert_with(|| Value::String(event.session_id.clone()));
+        if event.kind == "message.part.updated" {
+            map.entry("time").or_insert_with(|| json!(id::now_ms()));
+        }
     }
     properties
 }

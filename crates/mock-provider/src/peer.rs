@@ -67,10 +67,18 @@ impl OpenCode {
     /// A command running OpenCode with `home` as its whole world (HOME and the XDG directories under
     /// it), offline: no update check, no models.dev fetch, no plugins or npm installs, no sharing.
     pub fn command(&self, home: &Path) -> Command {
-        seed_home(home);
         let mut command = Command::new(&self.binary);
-        command.env("HOME", home).env_remove("OPENCODE_SERVER_PASSWORD").envs(offline_env(home));
+        command.env_remove("OPENCODE_SERVER_PASSWORD").envs(self.environment(home));
         command
+    }
+
+    /// The whole environment OpenCode runs with in `home` (HOME, the XDG directories, the offline
+    /// switches), with `home` seeded; for running it where a `Command` cannot be used (in tmux).
+    pub fn environment(&self, home: &Path) -> Vec<(String, String)> {
+        seed_home(home);
+        let mut env = vec![("HOME".to_owned(), home.to_string_lossy().into_owned())];
+        env.extend(offline_env(home));
+        env
     }
 }
 

@@ -5,6 +5,7 @@ mod debug_config;
 mod import;
 mod mcp_auth;
 mod models;
+mod opencode_clients;
 mod run;
 mod serve;
 mod sessions;

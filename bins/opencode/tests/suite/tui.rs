@@ -18,12 +18,12 @@ use serde_json::json;
 use super::support::Home;
 
 /// A tmux session running one command; killed when dropped.
-struct Tmux {
-    name: String,
+pub(super) struct Tmux {
+    pub(super) name: String,
 }
 
 impl Tmux {
-    fn start(command: &str) -> Option<Self> {
+    pub(super) fn start(command: &str) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             assert!(std::env::var_os("CI").is_none(), "tmux is required under CI for the terminal UI tests");
             eprintln!("notice: tmux not found; skipping the terminal UI test");
@@ -48,7 +48,7 @@ impl Tmux {
         Some(Self { name })
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         for key in keys {
             let status = Command::new("tmux").args(["send-keys", "-t", &self.name, key]).status().unwrap();
             assert!(status.success());
@@ -56,19 +56,19 @@ impl Tmux {
         }
     }
 
-    fn type_line(&self, text: &str) {
+    pub(super) fn type_line(&self, text: &str) {
         Command::new("tmux").args(["send-keys", "-t", &self.name, "-l", text]).status().unwrap();
         std::thread::sleep(Duration::from_millis(200));
         self.keys(&["Enter"]);
     }
 
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// Waits until every one of `texts` is on the screen; fails with the screen otherwise.
-    fn wait_for(&self, texts: &[&str]) -> String {
+    pub(super) fn wait_for(&self, texts: &[&str]) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen();
@@ -80,7 +80,7 @@ impl Tmux {
         }
     }
 
-    fn resize(&self, width: u16, height: u16) {
+    pub(super) fn resize(&self, width: u16, height: u16) {
         let (w, h) = (width.to_string(), height.to_string());
         Command::new("tmux").args(["resize-window", "-t", &self.name, "-x", &w, "-y", &h]).status().unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -98,9 +98,9 @@ fn fastrand_suffix() -> u128 {
 }
 
 /// A mock that answers each new prompt with one `bash ls` call, then with `ANSWER`.
-const ANSWER: &str = "All done here.";
+pub(super) const ANSWER: &str = "All done here.";
 
-fn mock() -> (tokio::runtime::Runtime, MockProvider) {
+pub(super) fn mock() -> (tokio::runtime::Runtime, MockProvider) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockProvider::start()).unwrap();
     mock.respond_with(|request| {
@@ -117,7 +117,7 @@ fn mock() -> (tokio::runtime::Runtime, MockProvider) {
 }
 
 /// A project whose model is the mock; `extra` is merged into its opencode.json.
-fn project(home: &Home, mock: &MockProvider, extra: serde_json::Value) {
+pub(super) fn project(home: &Home, mock: &MockProvider, extra: serde_json::Value) {
     let mut config: serde_json::Value =
         serde_json::from_str(&opencode_mock_provider::peer::mock_project_config(&format!("{}/v1", mock.base_url())))
             .unwrap();
