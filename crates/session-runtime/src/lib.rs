@@ -49,6 +49,7 @@ mod history;
 mod hooks;
 mod location;
 mod plugins;
+mod progress;
 mod projection;
 mod registry;
 mod runner;

@@ -23,7 +23,6 @@ use opencode_tool_registry::Agent;
 use opencode_tool_registry::AgentDirs;
 use opencode_tool_registry::Agents;
 use opencode_tool_registry::Lsp;
-use opencode_tool_registry::NoProgress;
 use opencode_tool_registry::OutputStore;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::Settlement;
@@ -176,7 +175,7 @@ impl ToolHost for RegistryTools {
                 location: Arc::clone(self.registry.location()),
                 cancel: ctx.cancel.clone(),
                 permissions: Arc::clone(&self.permissions),
-                progress: Arc::new(NoProgress),
+                progress: Arc::clone(&ctx.progress),
                 output: self.registry.output().clone(),
             };
             let call = ToolCall { call_id: call.call_id.clone(), name: call.name.clone(), input: call.input.clone() };

@@ -72,6 +72,7 @@ use crate::history;
 use crate::history::StoredPrompt;
 use crate::hooks::TurnInfo;
 use crate::location::Location;
+use crate::progress::LiveProgress;
 use crate::runtime::Inner;
 use crate::store::blocking;
 use crate::tools::ToolInvocation;
@@ -555,6 +556,7 @@ impl Runner {
         mut call: ToolInvocation,
     ) -> impl Future<Output = Flow<()>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
+        let progress = LiveProgress::start(Arc::clone(&inner.store), part.clone());
         let ctx = ToolRunContext {
             session_id: self.session_id.clone(),
             message_id: part.message_id.clone(),
@@ -562,6 +564,7 @@ impl Runner {
             agent,
             directory: location.directory.clone(),
             cancel: self.cancel.child_token(),
+            progress: progress.sink(),
         };
         let span = tracing::info_span!("session.tool", session.id = %ctx.session_id, tool = %call.name, call.id = %call.call_id);
         async move {
@@ -569,6 +572,7 @@ impl Runner {
                 hooks.tool_before(&turn, &mut call).await;
             }
             let mut result = location.tools.execute(&call, &ctx).await;
+            progress.finish().await;
             if let Some(hooks) = &inner.hooks {
                 hooks.tool_after(&turn, &call, &mut result).await;
             }

@@ -16,6 +16,7 @@ use opencode_system_context::Contribution;
 use opencode_system_context::SystemContextRegistry;
 use opencode_tool_registry::Agent;
 use opencode_tool_registry::Agents;
+use opencode_tool_registry::ProgressSink;
 use opencode_tool_registry::tools::task::SubagentRunner;
 use serde_json::Map;
 use serde_json::Value;
@@ -31,7 +32,7 @@ pub struct ToolInvocation {
 
 /// What a call runs with. `agent` is the effective agent of the provider turn that issued the call,
 /// pinned for the call's lifetime (a later agent switch cannot change its policy).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolRunContext {
     pub session_id: String,
     /// The assistant message that issued the call.
@@ -42,6 +43,18 @@ pub struct ToolRunContext {
     pub directory: PathBuf,
     /// Cancelled when the drain is interrupted; the call should stop and settle as interrupted.
     pub cancel: CancellationToken,
+    /// Where the call reports progress while it runs (shown live on its running part).
+    pub progress: Arc<dyn ProgressSink>,
+}
+
+impl std::fmt::Debug for ToolRunContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRunContext")
+            .field("session_id", &self.session_id)
+            .field("call_id", &self.call_id)
+            .field("agent", &self.agent.name)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a call settled.

@@ -50,6 +50,13 @@ impl NewSession {
     }
 }
 
+/// A session directory relative to its project's worktree (`""` at the root, `sub/dir` below it), as
+/// OpenCode's clients show it; `None` when the directory is outside the worktree.
+fn path_in_worktree(worktree: &str, directory: &str) -> Option<String> {
+    let relative = std::path::Path::new(directory).strip_prefix(worktree).ok()?;
+    Some(relative.to_string_lossy().into_owned())
+}
+
 /// Which sessions to list. Newest activity (`time.updated`) first.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionQuery {
@@ -139,13 +146,15 @@ impl Tx<'_> {
             None => id::descending(IdKind::Session),
         };
         let prefix = if new.parent_id.is_some() { "Child session - " } else { "New session - " };
+        let worktree = self.reader().project(&new.project_id)?.map(|project| project.worktree);
+        let path = worktree.as_deref().and_then(|worktree| path_in_worktree(worktree, &new.directory));
         let session = Session {
             id,
             slug: new.slug.unwrap_or_else(random_slug),
             project_id: new.project_id,
             workspace_id: None,
             directory: new.directory,
-            path: None,
+            path,
             parent_id: new.parent_id,
             summary: None,
             cost: 0.0,

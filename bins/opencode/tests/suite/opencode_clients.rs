@@ -184,9 +184,10 @@ fn the_event_stream_matches_opencodes_for_a_tool_turn() {
     assert!(!our_events.iter().any(|e| e["type"].as_str().unwrap().starts_with("session.next.")));
 }
 
-/// Session fields OpenCode sends that ours does not yet (the worktree-relative `path`, and the agent
-/// and model last used on the session); none of OpenCode's clients needs them for what is tested here.
-const KNOWN_GAPS: &[&str] = &["info.path", "info.agent", "info.model"];
+/// Session fields OpenCode fills from every prompt: the agent and model last used. Ours records them
+/// when a prompt names them (OpenCode's TUI always does), so that a session without a choice of its
+/// own keeps following the configured model.
+const KNOWN_GAPS: &[&str] = &["info.agent", "info.model"];
 
 /// Events OpenCode's clients act on; ours must send each of them for this turn.
 const MUST_SEND: &[&str] = &[

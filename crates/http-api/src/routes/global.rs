@@ -61,6 +61,13 @@ pub(super) fn ops() -> Vec<Op> {
         Op::get("/agent", "app.agents", "Agents of the instance", agents).returns_list("Agent"),
         Op::get("/project/{projectID}/agent", "project.agents", "Agents, resolved by ?directory=", project_agents)
             .returns_list("Agent"),
+        Op::get(
+            "/project/{projectID}/directories",
+            "project.directories",
+            "Known local directories of a project: its worktree, then its sandboxes",
+            project_directories,
+        )
+        .returns::<Vec<ProjectDirectory>>(),
     ]
 }
 
@@ -204,6 +211,30 @@ fn json_text(body: String) -> Response {
 
 async fn agents(Dir(i): Dir) -> Result<Json<Vec<Value>>, ApiError> {
     blocking(move || Ok(Json(catalog_json::agents(&i.agents(), &i.config().config)))).await
+}
+
+/// One directory of `GET /project/{projectID}/directories`. OpenCode's TUI takes the last one
+/// without a `strategy` as the project's main directory (sessions there are listed without a label).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct ProjectDirectory {
+    directory: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strategy: Option<&'static str>,
+}
+
+async fn project_directories(
+    State(s): State<AppState>,
+    P(project): P<String>,
+) -> Result<Json<Vec<ProjectDirectory>>, ApiError> {
+    let lookup = project.clone();
+    let project = s
+        .read(move |r| r.project(&lookup))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("project {project} not found")))?;
+    let main = ProjectDirectory { directory: project.worktree, strategy: None };
+    let sandboxes =
+        project.sandboxes.into_iter().map(|directory| ProjectDirectory { directory, strategy: Some("git_worktree") });
+    Ok(Json(std::iter::once(main).chain(sandboxes).collect()))
 }
 
 async fn project_agents(

@@ -28,6 +28,14 @@ async fn two_projects_list_only_their_own_sessions() {
     let (_, current) = t.get(&format!("/project/current?{qa}")).await;
     assert_eq!(current["id"], in_a["projectID"]);
     assert_eq!(current["worktree"], a.to_string_lossy().as_ref());
+    // OpenCode's TUI lists the sessions of the project's main directory without a label.
+    let pid = current["id"].as_str().unwrap();
+    let (status, directories) = t.get(&format!("/project/{pid}/directories")).await;
+    assert_eq!((status, directories), (200, json!([{ "directory": a.to_string_lossy() }])));
+    assert_eq!(t.get("/project/nope/directories").await.0, 404);
+    std::fs::create_dir(a.join("src")).unwrap();
+    let (_, below) = t.post(&format!("/session?{}", directory_query(&a.join("src"))), json!({})).await;
+    assert_eq!((in_a["path"].as_str(), below["path"].as_str()), (Some(""), Some("src")));
     let (_, projects) = t.get("/project").await;
     let mut listed = ids(&projects);
     listed.sort();

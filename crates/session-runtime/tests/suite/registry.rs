@@ -166,3 +166,44 @@ async fn a_config_agent_is_one_agent_for_the_provider_request_and_the_tool_permi
     assert!(results[1].contains("edit locked.txt deny"), "{results:?}");
     assert!(results[2].contains("unavailable tool 'bash'"), "{results:?}");
 }
+
+/// A long command's output shows on its running part while it runs, then the call settles with the
+/// whole output; the progress writes never land after the settlement.
+#[tokio::test]
+async fn a_running_commands_output_shows_on_its_part_before_it_ends() {
+    let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
+                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
+    }))
+    .unwrap();
+    let permissions = Arc::new(Permissions::in_memory());
+    let (runtime, _store) =
+        super::support::runtime_with_standard_tools(config, Paths::under(data.path()), Arc::clone(&permissions));
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    mock.push_all([
+        tool_call("call_1", "bash", json!({"command": "echo first; sleep 1; echo second", "description": "Wait"})),
+        text("Done."),
+    ]);
+    let mut events = runtime.subscribe();
+    let result = runtime.run(PromptRequest::text(&session.id, "run it")).await.unwrap();
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+
+    let mut states = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let opencode_session_runtime::RuntimeEvent::Durable(event) = event.as_ref()
+            && event.kind == "message.part.updated"
+            && event.data["part"]["tool"] == "bash"
+        {
+            let state = &event.data["part"]["state"];
+            states.push((state["status"].as_str().unwrap().to_owned(), state["metadata"]["output"].clone()));
+        }
+    }
+    let live = states.iter().position(|(status, output)| status == "running" && output == "first\n");
+    let settled = states.iter().position(|(status, _)| status == "completed").unwrap();
+    assert!(live.is_some_and(|live| live < settled), "{states:?}");
+    assert_eq!(states.last().unwrap(), &("completed".to_owned(), json!("first\nsecond\n")));
+}

@@ -30,6 +30,15 @@ fn creating_with_an_existing_id_adopts_the_session() {
 }
 
 #[test]
+fn a_session_knows_its_directory_relative_to_the_worktree() {
+    let (_dir, store) = store();
+    let path = |directory: &str| store.write(|tx| tx.create_session(NewSession::new(PROJECT, directory))).unwrap().path;
+    assert_eq!(path("/work/project").as_deref(), Some(""));
+    assert_eq!(path("/work/project/crates/core").as_deref(), Some("crates/core"));
+    assert_eq!(path("/work/projectile"), None);
+}
+
+#[test]
 fn a_session_needs_an_existing_project() {
     let (_dir, store) = store();
     let err = store.write(|tx| tx.create_session(NewSession::new("prj_missing", "/x"))).unwrap_err();

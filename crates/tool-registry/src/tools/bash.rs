@@ -117,6 +117,10 @@ impl TypedTool for Bash {
             let env = self.env.env(ctx, &workdir.path).await;
             let (output, status) = run(&self.shell, &input.command, &workdir.path, timeout, env, ctx, limits).await?;
             let mut bounded = output;
+            // What clients show under the command (OpenCode's TUI reads `metadata.output`), taken
+            // before the status footer meant for the model.
+            let shown = preview(&bounded.text);
+            let truncated = bounded.truncated;
             let footer = match status {
                 Ended::Exited(code) => {
                     if code != Some(0) {
@@ -136,9 +140,43 @@ impl TypedTool for Bash {
             };
             Ok(ToolOutput::bounded(bounded)
                 .with_title(input.description.unwrap_or_else(|| input.command.clone()))
+                .with_metadata("output", shown)
                 .with_metadata("exit", footer)
+                .with_metadata("truncated", truncated)
                 .with_metadata("timedOut", status == Ended::TimedOut))
         })
+    }
+}
+
+/// At most this many bytes of output go into the call's metadata, as in OpenCode.
+const MAX_METADATA_BYTES: usize = 30_000;
+
+/// The output as clients show it: cut at [`MAX_METADATA_BYTES`] (on a character boundary) with `...`.
+fn preview(text: &str) -> String {
+    if text.len() <= MAX_METADATA_BYTES {
+        return text.to_owned();
+    }
+    let end = text.floor_char_boundary(MAX_METADATA_BYTES);
+    format!("{}\n\n...", &text[..end])
+}
+
+/// The output so far, reported as the call's progress (the first [`MAX_METADATA_BYTES`], as the
+/// final metadata has them) so clients show a long command's output while it runs.
+#[derive(Default)]
+struct LiveOutput {
+    head: Vec<u8>,
+}
+
+impl LiveOutput {
+    fn push(&mut self, bytes: &[u8], ctx: &ToolContext) {
+        let room = MAX_METADATA_BYTES.saturating_sub(self.head.len());
+        if room == 0 {
+            return;
+        }
+        self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("output".into(), String::from_utf8_lossy(&self.head).into_owned().into());
+        ctx.progress(None, &metadata);
     }
 }
 
@@ -201,11 +239,15 @@ async fn run(
     tokio::pin!(deadline);
     let mut buffer = vec![0u8; 64 * 1024];
     let mut timed_out = false;
+    let mut live = LiveOutput::default();
     loop {
         tokio::select! {
             read = output.read(&mut buffer) => match read {
                 Ok(0) | Err(_) => break,
-                Ok(n) => writer.push(&buffer[..n]),
+                Ok(n) => {
+                    writer.push(&buffer[..n]);
+                    live.push(&buffer[..n], ctx);
+                }
             },
             () = &mut deadline => { timed_out = true; break; }
             () = ctx.cancel.cancelled() => { terminate(&mut guard, &mut child).await; return Err(ToolError::Interrupted); }

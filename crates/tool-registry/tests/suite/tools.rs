@@ -131,6 +131,9 @@ async fn bash_runs_in_the_location_with_the_env_overlay() {
     assert!(settled.text.contains("err\n"));
     assert!(settled.text.ends_with("<bash_metadata>\nexit code: 3\n</bash_metadata>"));
     assert_eq!(settled.metadata["exit"], 3);
+    // Clients show the output without the footer meant for the model.
+    assert_eq!(settled.metadata["output"].as_str().unwrap(), settled.text.split("\n\n<bash_metadata>").next().unwrap());
+    assert_eq!(settled.metadata["truncated"], false);
 }
 
 #[tokio::test]
@@ -141,6 +144,7 @@ async fn bash_output_is_bounded_and_spilled_by_the_tool() {
     assert!(settled.text.starts_with("1\n2\n"));
     assert!(settled.text.ends_with("99999\n100000\n"), "{}", settled.text);
     assert!(settled.text.len() <= 8192 && settled.text.lines().count() <= 100);
+    assert_eq!(settled.metadata["truncated"], true);
     let full = std::fs::read_to_string(settled.managed_path.unwrap()).unwrap();
     assert_eq!(full.lines().count(), 100_000);
 }
