@@ -49,8 +49,9 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// Interrupts the session's active drain; interrupting an idle or unknown session is a no-op.
     fn interrupt(&self, session_id: String) -> BoxFuture<'_, Result<(), DriverError>>;
 
-    /// Called after a permission reply was stored, so that a waiting tool call can continue.
-    fn permission_replied(&self, _permission: StoredPermission) -> BoxFuture<'_, ()> {
+    /// Called after a permission reply was stored, so that a waiting tool call can continue; a
+    /// rejection may carry feedback for the model.
+    fn permission_replied(&self, _permission: StoredPermission, _feedback: Option<String>) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
 

@@ -219,12 +219,12 @@ impl SessionDriver for RuntimeDriver {
         Some(self.runtime.mcp_events())
     }
 
-    fn permission_replied(&self, permission: StoredPermission) -> BoxFuture<'_, ()> {
+    fn permission_replied(&self, permission: StoredPermission, feedback: Option<String>) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let reply = match permission.reply {
                 Some(PermissionReply::Once) => Reply::Once,
                 Some(PermissionReply::Always) => Reply::Always,
-                Some(PermissionReply::Reject) => Reply::Reject { message: None },
+                Some(PermissionReply::Reject) => Reply::Reject { message: feedback },
                 None => return,
             };
             match self.permissions.reply(&permission.request.id, reply) {

@@ -199,7 +199,7 @@ impl ToolHost for RegistryTools {
                     tool_result(self.registry.settle(&call, output).await)
                 }
                 // As the registry bounds a failure's text.
-                ToolStatus::Error => {
+                ToolStatus::Error | ToolStatus::Declined => {
                     let bounded = self.registry.output().bound(&result.output);
                     ToolResult { output: bounded.text, managed_path: bounded.managed_path, ..result }
                 }
@@ -237,6 +237,7 @@ fn tool_result(settlement: Settlement) -> ToolResult {
         status: match settlement.status {
             SettlementStatus::Completed => ToolStatus::Completed,
             SettlementStatus::Error => ToolStatus::Error,
+            SettlementStatus::Declined => ToolStatus::Declined,
             SettlementStatus::Interrupted => ToolStatus::Interrupted,
         },
         title: settlement.title,

@@ -166,6 +166,8 @@ impl TurnModel {
 struct Streamed {
     output_started: bool,
     local_calls: usize,
+    /// The user declined one of the calls: no further provider turn (OpenCode halts the loop too).
+    declined: bool,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
     error: Option<LlmError>,
@@ -368,7 +370,7 @@ impl Runner {
             }
             let Some(error) = streamed.error.clone() else {
                 self.finish_assistant(message, model, &streamed, None).await?;
-                return Ok(streamed.local_calls > 0);
+                return Ok(streamed.local_calls > 0 && !streamed.declined);
             };
             if !streamed.output_started && error.is_context_overflow() && !recovered {
                 recovered = true;
@@ -447,7 +449,7 @@ impl Runner {
             }
         };
         let mut parts = Parts::new(&self.session_id, &message.id);
-        let mut tools: JoinSet<Flow<()>> = JoinSet::new();
+        let mut tools: JoinSet<Flow<bool>> = JoinSet::new();
         loop {
             let event = tokio::select! {
                 event = stream.next() => event,
@@ -533,7 +535,7 @@ impl Runner {
         }
         // Every started call settles (an interrupt cancels them; they settle as interrupted).
         while let Some(settled) = tools.join_next().await {
-            settled.map_err(|err| RuntimeError::internal(format!("a tool task failed: {err}")))??;
+            out.declined |= settled.map_err(|err| RuntimeError::internal(format!("a tool task failed: {err}")))??;
         }
         // An interrupt that arrived while tools ran (after the stream closed) interrupts the turn too.
         out.interrupted |= self.cancel.is_cancelled();
@@ -547,6 +549,7 @@ impl Runner {
     }
 
     /// Runs one local tool call and persists its settlement (the interruption-safe completion region).
+    /// Returns whether the user declined the call.
     fn settle(
         &self,
         location: Arc<Location>,
@@ -554,7 +557,7 @@ impl Runner {
         turn: TurnInfo,
         part: Part,
         mut call: ToolInvocation,
-    ) -> impl Future<Output = Flow<()>> + Send + 'static {
+    ) -> impl Future<Output = Flow<bool>> + Send + 'static {
         let inner = Arc::clone(&self.inner);
         let progress = LiveProgress::start(Arc::clone(&inner.store), part.clone());
         let ctx = ToolRunContext {
@@ -577,6 +580,7 @@ impl Runner {
                 hooks.tool_after(&turn, &call, &mut result).await;
             }
             let switch = AgentSwitch::from_metadata(&result.metadata);
+            let declined = result.status == ToolStatus::Declined;
             let settled = settled_part(part, &call, result);
             let store = Arc::clone(&inner.store);
             blocking(move || {
@@ -589,7 +593,7 @@ impl Runner {
                 })
             })
             .await?;
-            Ok(())
+            Ok(declined)
         }
         .instrument(span)
     }
@@ -713,7 +717,8 @@ impl Runner {
     async fn title(&self, model: &TurnModel) -> Flow<()> {
         let session = self.session().await?;
         // As in OpenCode, disabling the `title` agent in config turns titles off.
-        let disabled = self.inner.config.agent.get("title").is_some_and(|agent| agent.disable == Some(true));
+        let config = self.inner.settings(&session.directory)?.config;
+        let disabled = config.agent.get("title").is_some_and(|agent| agent.disable == Some(true));
         if disabled || session.parent_id.is_some() || !crate::title::is_default_title(&session.title) {
             return Ok(());
         }
@@ -899,7 +904,11 @@ impl Runner {
     ) -> Flow<bool> {
         let Some(epoch) = self.read(|r, id| r.active_epoch(id)).await? else { return Ok(false) };
         let history = self.read(|r, id| r.full_history(id)).await?;
-        let selection = compaction::select(&history, self.inner.compaction.keep_tokens);
+        let mut selection = compaction::select(&history, self.inner.compaction.keep_tokens);
+        if selection.is_empty() && reason == CompactionReason::Manual {
+            // The user asked for it: a history shorter than the kept tail is summarised whole.
+            selection = compaction::select(&history, 0);
+        }
         if selection.is_empty() {
             return Ok(false);
         }
@@ -930,6 +939,7 @@ impl Runner {
         let session = self.session_id.clone();
         let data = json!({"sessionID": session, "reason": reason.as_str()});
         blocking(move || store.write(|tx| tx.append_event(&session, "session.next.compaction.started", data))).await?;
+        let started = now_ms();
         let (summary, usage) = self.summarise(&request, model).await?;
         tracing::Span::current()
             .record("input_tokens", usage.input_tokens)
@@ -956,6 +966,7 @@ impl Runner {
             recent: selection.recent,
             tokens: tokens(&usage),
             cost: model.info.cost.as_ref().map_or(0.0, |prices| opencode_catalog::cost::cost(prices, &usage)),
+            started,
         };
         let store = Arc::clone(&self.inner.store);
         let expected_epoch = epoch.epoch;
@@ -1113,6 +1124,8 @@ struct Checkpoint {
     recent: String,
     tokens: Tokens,
     cost: f64,
+    /// When the summary was asked for (Unix ms): the checkpoint's messages span the summary's time.
+    started: i64,
 }
 
 impl Checkpoint {
@@ -1138,7 +1151,7 @@ impl Checkpoint {
         tx.append_message(&MessageInfo::User(UserMessage {
             id: user_id.clone(),
             session_id: session.clone(),
-            time: opencode_session_store::CreatedTime { created: now },
+            time: opencode_session_store::CreatedTime { created: self.started.min(now) },
             format: None,
             summary: None,
             agent: self.agent.clone(),
@@ -1164,7 +1177,7 @@ impl Checkpoint {
         tx.append_message(&MessageInfo::Assistant(AssistantMessage {
             id: summary_id.clone(),
             session_id: session.clone(),
-            time: AssistantTime { created: now, completed: Some(now) },
+            time: AssistantTime { created: self.started.min(now), completed: Some(now) },
             error: None,
             parent_id: user_id.clone(),
             model_id: self.model.model_id.clone(),
@@ -1429,7 +1442,7 @@ pub(crate) fn settled_part(mut part: Part, call: &ToolInvocation, result: ToolRe
             time,
             attachments: None,
         },
-        ToolStatus::Error => ToolState::Error {
+        ToolStatus::Error | ToolStatus::Declined => ToolState::Error {
             input: call.input.clone(),
             error: result.output,
             metadata: Some(Value::Object(metadata)),

@@ -69,10 +69,11 @@ pub(crate) fn spawn(inner: Arc<Inner>, session: Session, model: ModelChoice, tex
 }
 
 async fn title(inner: &Arc<Inner>, session: &Session, main: &ModelChoice, text: &str) -> Result<()> {
-    let catalog = inner.catalog.get()?;
-    let small = crate::defaults::small_model(&catalog, &inner.config, main);
+    // The session directory's own configuration names its providers and small model.
+    let settings = inner.settings(&session.directory)?;
+    let small = crate::defaults::small_model(&settings.catalog, &settings.config, main);
     let auth = inner.credentials(&small.provider).await?;
-    let resolved = catalog.resolve(&small.provider, &small.model, None, auth.as_ref(), &inner.env)?;
+    let resolved = settings.catalog.resolve(&small.provider, &small.model, None, auth.as_ref(), &inner.env)?;
     let mut request = LlmRequest::new(resolved.api_id.clone())
         .system(TITLE_PROMPT)
         .message(Message::user("Generate a title for this conversation:\n"))

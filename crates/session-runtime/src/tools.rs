@@ -63,6 +63,9 @@ pub enum ToolStatus {
     Completed,
     /// A failure the model can act on; `output` says what went wrong.
     Error,
+    /// The user declined the call (a permission ask or a question, without feedback): it failed as
+    /// `Error` does, and the turn halts after this step instead of asking the model again.
+    Declined,
     Interrupted,
 }
 

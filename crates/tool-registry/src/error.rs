@@ -28,8 +28,11 @@ pub enum ToolError {
 pub enum PermissionFailure {
     /// A configured rule denies it.
     Denied,
-    /// The user rejected the request (with or without feedback).
+    /// The user declined the request (a permission ask or a question) without a word: the turn
+    /// halts, as in OpenCode.
     Rejected,
+    /// The user declined with feedback: the model continues with it.
+    Corrected,
 }
 
 impl ToolError {
@@ -41,6 +44,11 @@ impl ToolError {
     /// A host fault.
     pub fn fatal(message: impl Into<String>) -> Self {
         Self::Fatal(message.into())
+    }
+
+    /// Whether the user's refusal ends the turn (the call fails and no further provider turn runs).
+    pub fn halts_turn(&self) -> bool {
+        matches!(self, Self::Permission { kind: PermissionFailure::Rejected, .. })
     }
 
     /// Whether the model sees this failure as a tool result (everything but host faults).
@@ -55,7 +63,8 @@ impl ToolError {
             Self::Permission { kind: PermissionFailure::Denied, .. } => {
                 "change the `permission` configuration to allow this call"
             }
-            Self::Permission { kind: PermissionFailure::Rejected, .. } => "the user declined; continue differently",
+            Self::Permission { kind: PermissionFailure::Rejected, .. } => "the user declined; the turn stops here",
+            Self::Permission { kind: PermissionFailure::Corrected, .. } => "the user declined; continue as they said",
             Self::Interrupted => "the call was stopped; run it again if still needed",
             Self::Fatal(_) => "this is a host failure; check the logs and the data directory",
         }

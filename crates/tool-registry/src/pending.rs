@@ -283,7 +283,10 @@ impl Permissions {
     ) -> Result<Vec<Vec<String>>, ToolError> {
         match self.wait(session_id, agent, tool, PendingKind::Question { questions }, cancel).await? {
             Reply::Answer { answers } => Ok(answers),
-            Reply::Reject { .. } => Err(ToolError::model("The user dismissed this question")),
+            Reply::Reject { .. } => Err(ToolError::Permission {
+                message: "The user dismissed this question".to_owned(),
+                kind: PermissionFailure::Rejected,
+            }),
             Reply::Once | Reply::Always => Ok(Vec::new()),
         }
     }
@@ -474,13 +477,18 @@ fn denied_by_hook() -> ToolError {
 }
 
 fn rejected(message: Option<String>) -> ToolError {
-    let message = match message.filter(|message| !message.trim().is_empty()) {
-        Some(feedback) => format!(
-            "The user rejected permission to use this specific tool call with the following feedback: {feedback}"
-        ),
-        None => "The user rejected permission to use this specific tool call.".to_owned(),
-    };
-    ToolError::Permission { message, kind: PermissionFailure::Rejected }
+    match message.filter(|message| !message.trim().is_empty()) {
+        Some(feedback) => ToolError::Permission {
+            message: format!(
+                "The user rejected permission to use this specific tool call with the following feedback: {feedback}"
+            ),
+            kind: PermissionFailure::Corrected,
+        },
+        None => ToolError::Permission {
+            message: "The user rejected permission to use this specific tool call.".to_owned(),
+            kind: PermissionFailure::Rejected,
+        },
+    }
 }
 
 /// Locks, recovering from a poisoned lock (the data is a plain map; a panic elsewhere leaves it valid).

@@ -45,6 +45,9 @@ pub enum SettlementStatus {
     Completed,
     /// A model-correctable failure: the text says what went wrong.
     Error,
+    /// The user declined the call's permission ask or question without feedback: the call failed
+    /// and the turn halts after it.
+    Declined,
     Interrupted,
 }
 
@@ -247,8 +250,11 @@ impl ToolRegistry {
     }
 
     fn failed(&self, call: &ToolCall, err: &ToolError) -> Settlement {
-        let status =
-            if matches!(err, ToolError::Interrupted) { SettlementStatus::Interrupted } else { SettlementStatus::Error };
+        let status = match err {
+            ToolError::Interrupted => SettlementStatus::Interrupted,
+            err if err.halts_turn() => SettlementStatus::Declined,
+            _ => SettlementStatus::Error,
+        };
         let bounded = self.output.bound(&err.to_string());
         Settlement {
             call_id: call.call_id.clone(),

@@ -77,16 +77,21 @@ fn theirs(opencode: &OpenCode, home: &Home) -> Server {
     Server::started(child)
 }
 
-/// OpenCode's TUI attached to `url`, in tmux.
+/// OpenCode's TUI attached to `url`, in tmux, in the project.
 fn their_tui(opencode: &OpenCode, home: &Home, url: &str) -> Option<Tmux> {
+    their_tui_in(opencode, home, url, &home.work())
+}
+
+/// OpenCode's TUI attached to `url` for the directory `work`, in tmux.
+fn their_tui_in(opencode: &OpenCode, home: &Home, url: &str, work: &Path) -> Option<Tmux> {
     let env: Vec<String> = opencode
         .environment(&home.path().join("tui-home"))
         .into_iter()
         .map(|(key, value)| format!("{key}='{value}'"))
         .collect();
-    let work = home.work().display().to_string();
+    let work = work.display().to_string();
     let line = format!(
-        "cd '{work}' && env -i PATH=\"$PATH\" TERM=xterm-256color PWD='{work}' {} '{}' attach '{url}'",
+        "cd '{work}' && env -i PATH=\"$PATH\" TERM=xterm-256color PWD='{work}' {} '{}' attach '{url}' --dir '{work}'",
         env.join(" "),
         opencode.binary.display()
     );
@@ -124,6 +129,91 @@ fn opencodes_tui_asks_for_permission_and_allow_once_finishes_the_turn() {
     tui.keys(&["Enter"]);
     let screen = tui.wait_for(&["$ ls", ANSWER]);
     assert!(!screen.contains("Permission required"), "{screen}");
+}
+
+/// "Allow always" asks once for the project; "Reject" halts the turn there: the model is not asked
+/// again, as against OpenCode's own server.
+#[test]
+fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
+    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({"permission": {"bash": "ask"}}));
+    git_init(&home.work());
+    let server = ours(&home);
+    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    tui.type_line("list the files here");
+    tui.wait_for(&["Permission required", "Allow always"]);
+    tui.keys(&["Right", "Enter"]);
+    tui.wait_for(&["This will allow the following patterns", "- ls *"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["notes.txt", ANSWER]);
+    tui.type_line("and again");
+    let screen = tui.wait_for(&["┃  and again"]);
+    let screen = wait_until(&tui, screen, |screen| screen.matches(ANSWER).count() >= 2);
+    assert!(!screen.contains("Permission required"), "asked again after allow always:\n{screen}");
+
+    // A new project has approved nothing: Reject there ends the turn after the call.
+    let other = home.work().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::copy(home.work().join("opencode.json"), other.join("opencode.json")).unwrap();
+    git_init(&other);
+    drop(tui);
+    let Some(tui) = their_tui_in(&opencode, &home, &server.url, &other) else { return };
+    let turns_before = tool_turns(&mock);
+    tui.type_line("list the files here");
+    tui.wait_for(&["Permission required", "Reject"]);
+    tui.keys(&["Right", "Right", "Enter"]);
+    wait_idle(&server.url, &other);
+    assert_eq!(tool_turns(&mock), turns_before + 1, "the model was asked again after a rejection");
+    let screen = tui.screen();
+    assert!(!screen.contains("Permission required") && !screen.contains(ANSWER), "{screen}");
+}
+
+/// What a user does with sessions in OpenCode's TUI, against our server: undo and redo, compact,
+/// rename, a second session, delete, and the agent switch.
+#[test]
+fn opencodes_tui_drives_redo_compact_rename_new_delete_and_agents() {
+    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let server = ours(&home);
+    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    tui.type_line("list the files here");
+    tui.wait_for(&["$ ls", "notes.txt", ANSWER]);
+    tui.type_line("/undo");
+    tui.wait_for(&["1 message reverted"]);
+    tui.keys(&["C-x", "r"]);
+    let screen = tui.wait_for(&["notes.txt", ANSWER]);
+    assert!(!screen.contains("reverted"), "{screen}");
+
+    tui.type_line("/compact");
+    tui.wait_for(&["Compaction", "▣  Compaction"]);
+
+    tui.type_line("/sessions");
+    tui.wait_for(&["Sessions", "rename ctrl+r"]);
+    tui.keys(&["C-r"]);
+    tui.wait_for(&["Rename Session"]);
+    tui.keys(&["C-u"]);
+    tui.type_line("Renamed by the user");
+    wait_for_sessions(&server.url, &home.work(), |titles| titles == ["Renamed by the user"]);
+
+    tui.type_line("/new");
+    tui.type_line("a second prompt");
+    tui.wait_for(&["┃  a second prompt", ANSWER]);
+    wait_for_sessions(&server.url, &home.work(), |titles| titles.len() == 2);
+    tui.type_line("/sessions");
+    tui.wait_for(&["Sessions", "Renamed by the user"]);
+    // The current session is first; the renamed one is below it.
+    tui.keys(&["Down", "C-d"]);
+    tui.wait_for(&["again to confirm"]);
+    tui.keys(&["C-d"]);
+    wait_for_sessions(&server.url, &home.work(), |titles| {
+        titles.len() == 1 && !titles.contains(&"Renamed by the user".to_owned())
+    });
+    tui.keys(&["Escape", "Tab"]);
+    tui.wait_for(&["Plan ·"]);
 }
 
 #[test]
@@ -295,4 +385,67 @@ fn property_keys(events: &[Value]) -> Vec<(String, Vec<String>)> {
         seen.push((kind, keys));
     }
     seen
+}
+
+/// Waits until `done` holds for the screen (30 s at most); returns that screen.
+fn wait_until(tui: &Tmux, mut screen: String, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done(&screen) {
+        assert!(Instant::now() < deadline, "never shown\n--- screen ---\n{screen}");
+        std::thread::sleep(Duration::from_millis(100));
+        screen = tui.screen();
+    }
+    screen
+}
+
+/// How many requests offered the model its tools (provider turns, not titles).
+fn tool_turns(mock: &opencode_mock_provider::MockProvider) -> usize {
+    mock.requests().iter().filter(|r| r.body_json().is_ok_and(|body| body["tools"].is_array())).count()
+}
+
+/// `GET url path?directory=work` as JSON.
+fn get(url: &str, path: &str, work: &Path) -> Value {
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let request =
+            reqwest::Client::new().get(format!("{url}{path}")).query(&[("directory", work.display().to_string())]);
+        request.send().await.unwrap().json().await.unwrap()
+    })
+}
+
+/// Waits until no session of `work` is busy.
+fn wait_idle(url: &str, work: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // A turn starts before its permission is asked; the statuses then show it until it ends.
+    while get(url, "/session/status", work).as_object().is_some_and(|busy| !busy.is_empty()) {
+        assert!(Instant::now() < deadline, "the session never went idle");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until the titles of `work`'s sessions satisfy `done`.
+fn wait_for_sessions(url: &str, work: &Path, done: impl Fn(&[String]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let sessions = get(url, "/session", work);
+        let titles: Vec<String> =
+            sessions.as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap().to_owned()).collect();
+        if done(&titles) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "sessions never as expected: {titles:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Makes `dir` a git repository of its own (a project of its own).
+fn git_init(dir: &Path) {
+    let git = |args: &[&str]| {
+        let status = Command::new("git").args(args).current_dir(dir).stdout(Stdio::null()).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"]);
 }

@@ -241,7 +241,7 @@ async fn permission(
     JsonBody(body): JsonBody<RespondBody>,
 ) -> Result<Json<bool>, ApiError> {
     scoped(&s, &project, &id).await?;
-    session::reply_permission(&s, Some(&id), &permission, body.reply()).await.map(Json)
+    session::reply_permission(&s, Some(&id), &permission, body.reply(), None).await.map(Json)
 }
 
 async fn session_instance(s: &AppState, project: &str, id: &str) -> Result<Arc<Instance>, ApiError> {

@@ -244,8 +244,8 @@ impl RespondBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReplyBody {
     reply: ReplySchema,
+    /// With `reject`: why, for the model to act on (the turn then goes on).
     #[serde(default)]
-    #[allow(dead_code, reason = "accepted for compatibility; the runtime reads feedback from its own route")]
     message: Option<String>,
 }
 
@@ -448,7 +448,7 @@ async fn respond_route(
     JsonBody(body): JsonBody<RespondBody>,
 ) -> Result<Json<bool>, ApiError> {
     check_id(&id, "ses", "session")?;
-    reply_permission(&s, Some(&id), &permission, body.response.into()).await.map(Json)
+    reply_permission(&s, Some(&id), &permission, body.response.into(), None).await.map(Json)
 }
 
 async fn reply_route(
@@ -456,7 +456,7 @@ async fn reply_route(
     P(permission): P<String>,
     JsonBody(body): JsonBody<ReplyBody>,
 ) -> Result<Json<bool>, ApiError> {
-    reply_permission(&s, None, &permission, body.reply.into()).await.map(Json)
+    reply_permission(&s, None, &permission, body.reply.into(), body.message).await.map(Json)
 }
 
 // ---- behaviour ----
@@ -675,6 +675,7 @@ pub(crate) async fn reply_permission(
     session_id: Option<&str>,
     permission: &str,
     reply: PermissionReply,
+    feedback: Option<String>,
 ) -> Result<bool, ApiError> {
     check_id(permission, "per", "permission request")?;
     let (expected, id) = (session_id.map(str::to_owned), permission.to_owned());
@@ -693,6 +694,6 @@ pub(crate) async fn reply_permission(
             tx.reply_permission(&id, reply, &project)
         })
         .await?;
-    s.inner.driver.permission_replied(stored).await;
+    s.inner.driver.permission_replied(stored, feedback).await;
     Ok(true)
 }

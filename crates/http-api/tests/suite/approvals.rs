@@ -165,7 +165,7 @@ async fn always_approvals_survive_a_restart_in_their_project_only() {
 
     // Project b never approved it: the same call asks there.
     projects.mock.push(tool_call("call_3", "bash", echo()));
-    projects.mock.push(text("Refused."));
+    let asked_before = projects.mock.requests().len();
     let session_b = second.session(&projects.b).await;
     let mut events = second.events(&projects.b).await;
     let path = format!("/session/{session_b}/prompt_async?{}", directory_query(&projects.b));
@@ -176,4 +176,19 @@ async fn always_approvals_survive_a_restart_in_their_project_only() {
     assert_eq!(reply, (200, json!(true)));
     until_idle(&mut events, &session_b).await;
     assert_eq!(tool_part(&second, &session_b).await["state"]["status"], "error");
+    // Declined without a word, the turn halts there (as in OpenCode): the model is not asked again.
+    assert_eq!(projects.mock.requests().len(), asked_before + 1);
+
+    // Declined with feedback, the model goes on with it.
+    let path = format!("/session/{session_b}/prompt_async?{}", directory_query(&projects.b));
+    projects.mock.push(tool_call("call_4", "bash", echo()));
+    projects.mock.push(text("Done with printf."));
+    assert_eq!(second.post(&path, prompt("try again")).await.0, 204);
+    let asked = first_of(&mut events, &session_b, "permission.asked").await;
+    let request = asked["properties"]["id"].as_str().unwrap();
+    let reply = json!({ "reply": "reject", "message": "use printf" });
+    assert_eq!(second.post(&format!("/permission/{request}/reply"), reply).await, (200, json!(true)));
+    until_idle(&mut events, &session_b).await;
+    let last = projects.mock.requests().last().unwrap().body_json().unwrap().to_string();
+    assert!(last.contains("with the following feedback: use printf"), "{last}");
 }

@@ -97,3 +97,17 @@ async fn manual_compaction_starts_a_new_epoch() {
     assert_eq!(h.mock.requests().len(), 2);
     assert_eq!(h.store.read(|r| r.active_epoch(&h.session.id)).unwrap().unwrap().epoch, 2);
 }
+
+/// `/compact` on a session shorter than the kept tail summarises all of it, as the user asked.
+#[tokio::test]
+async fn manual_compaction_of_a_short_session_summarises_all_of_it() {
+    let h = harness_with(FnTools::new(), Limits::default(), json!({})).await;
+    h.mock.push_all([text("ok"), text(SUMMARY)]);
+    h.runtime.run(PromptRequest::text(&h.session.id, "remember 42")).await.unwrap();
+    let outcome = h.runtime.compact(&h.session.id).await;
+
+    assert_eq!(outcome, Some(DrainOutcome::Completed));
+    let summary_request = h.mock.requests()[1].body_json().unwrap().to_string();
+    assert!(summary_request.contains("remember 42"), "{summary_request}");
+    assert_eq!(h.store.read(|r| r.active_epoch(&h.session.id)).unwrap().unwrap().epoch, 2);
+}

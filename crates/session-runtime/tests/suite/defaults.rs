@@ -111,3 +111,36 @@ fn the_default_model_is_config_model_else_the_first_provider_with_a_key() {
     let nothing = Env::default();
     assert_eq!(default_model(&catalog, &Config::default(), &auth(&nothing), &nothing), None);
 }
+
+/// A provider named only in the session directory's own `opencode.json` gets the session its turns
+/// and its title too: the title follows the directory's configuration, as the turn does.
+#[tokio::test]
+async fn a_session_whose_provider_is_only_in_its_directory_config_is_titled() {
+    let h = harness(FnTools::new()).await;
+    let own = json!({
+        "model": "mock/m",
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", h.mock.base_url())},
+                     "models": {"m": {"limit": {"context": Limits::default().context, "output": 8000}}}}}
+    });
+    std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
+    let start = Config::default();
+    let paths = Paths::under(h.data.path());
+    let locations = opencode_session_runtime::StandardLocations::new(&start, paths.clone(), Env::default())
+        .per_directory()
+        .with_configured_tools(|_, _| Ok(std::sync::Arc::new(FnTools::new()) as _));
+    let runtime = SessionRuntime::builder(
+        std::sync::Arc::clone(&h.store),
+        opencode_llm::LlmClient::new(),
+        std::sync::Arc::new(Catalog::default()),
+        std::sync::Arc::new(start),
+        paths,
+    )
+    .locations(locations)
+    .options(RuntimeOptions { titles: true, ..RuntimeOptions::default() })
+    .build();
+    let session = runtime.create_session(h.project.path(), NewSession::default()).await.unwrap();
+    h.mock.push_all([text("Directory title"), text("Directory title")]);
+    runtime.run(PromptRequest::text(&session.id, "hello")).await.unwrap();
+
+    assert_eq!(title_of(&h, &session.id).await, "Directory title");
+}

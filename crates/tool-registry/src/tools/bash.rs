@@ -156,7 +156,7 @@ fn preview(text: &str) -> String {
     if text.len() <= MAX_METADATA_BYTES {
         return text.to_owned();
     }
-    let end = text.floor_char_boundary(MAX_METADATA_BYTES);
+    let end = (0..=MAX_METADATA_BYTES).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     format!("{}\n\n...", &text[..end])
 }
 

@@ -77,6 +77,7 @@ async fn scenarios() {
         let status = match settled.status {
             SettlementStatus::Completed => "completed",
             SettlementStatus::Error => "error",
+            SettlementStatus::Declined => "declined",
             SettlementStatus::Interrupted => "interrupted",
         };
         assert_eq!(status, call.status, "{name}: {}", settled.text);
