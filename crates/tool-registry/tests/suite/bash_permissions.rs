@@ -103,6 +103,6 @@ async fn file_commands_leaving_the_location_ask_external_directory() {
     // `..` escapes are caught too, and a rejection stops the command before it runs.
     let (settled, _) =
         asks(&env, &[("bash", "*", Allow)], "rm -rf ../outside/copied", Reply::Reject { message: None }).await;
-    assert_eq!(settled.status, SettlementStatus::Error);
+    assert_eq!(settled.status, SettlementStatus::Declined);
     assert!(env.outside.join("copied").exists(), "nothing ran");
 }

@@ -174,7 +174,7 @@ async fn webfetch_asks_permission_with_the_url() {
     let allowed = env.registry.execute(&call, &env.ctx_with(Arc::new(agent.clone()))).await.unwrap();
     assert_eq!(allowed.status, SettlementStatus::Completed);
     let rejected = env.registry.execute(&call, &env.ctx_with(Arc::new(agent.clone()))).await.unwrap();
-    assert_eq!(rejected.status, SettlementStatus::Error);
+    assert_eq!(rejected.status, SettlementStatus::Declined);
     assert!(rejected.text.contains("rejected permission"), "{}", rejected.text);
     let asked = answerer.await.unwrap();
     assert_eq!(asked, vec![("webfetch".to_owned(), vec![url.clone()]), ("webfetch".to_owned(), vec![url.clone()])]);
