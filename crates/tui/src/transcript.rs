@@ -166,7 +166,17 @@ fn tool_lines(tool: &str, state: &ToolState, theme: &Theme, lines: &mut Vec<Line
     }
     let metadata = state.metadata.as_ref();
     match tool {
-        "bash" => preview(state.output.as_deref().unwrap_or(""), OUTPUT_PREVIEW, theme.muted(), theme, lines),
+        "bash" => {
+            // `metadata.output` is what the command printed (live while it runs), without the
+            // status footer the model reads.
+            let shown = metadata.and_then(|m| m.get("output")).and_then(Value::as_str);
+            let output = shown.or(state.output.as_deref()).unwrap_or("");
+            if state.status == ToolStatus::Running {
+                tail(output, OUTPUT_PREVIEW, theme, lines);
+            } else {
+                preview(output, OUTPUT_PREVIEW, theme.muted(), theme, lines);
+            }
+        }
         "edit" | "write" | "apply_patch" => {
             if let Some(diff) = metadata.and_then(|m| m.get("diff")).and_then(Value::as_str) {
                 diff_lines(diff, theme, lines);
@@ -192,6 +202,16 @@ fn preview(text: &str, limit: usize, style: Style, theme: &Theme, lines: &mut Ve
     if all.len() > limit {
         lines.push(Line::from(Span::styled(format!("  … {} more lines", all.len() - limit), theme.muted())));
     }
+}
+
+/// The last `limit` lines of `text` (a running command's latest output), after how many came before.
+fn tail(text: &str, limit: usize, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+    let all: Vec<&str> = text.trim_end().lines().collect();
+    let skipped = all.len().saturating_sub(limit);
+    if skipped > 0 {
+        lines.push(Line::from(Span::styled(format!("  … {skipped} earlier lines"), theme.muted())));
+    }
+    lines.extend(all[skipped..].iter().map(|l| Line::from(Span::styled(format!("  {l}"), theme.muted()))));
 }
 
 /// A unified diff's changed lines, coloured (headers skipped).

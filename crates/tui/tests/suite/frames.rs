@@ -257,3 +257,22 @@ fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
     }));
     assert!(resumed.contains(&Command::OpenSession(SESSION.into())), "{resumed:?}");
 }
+
+/// A running command shows its latest output as it arrives (the part's `metadata.output`).
+#[test]
+fn a_running_command_shows_its_latest_output() {
+    let mut app = app();
+    let info = json!({"id": "msg_06", "sessionID": SESSION, "role": "assistant", "time": {"created": 5000}});
+    app.update(Msg::Server(Event::MessageUpdated(serde_json::from_value(info).unwrap())));
+    let output: String = (1..=20).map(|n| format!("line {n}\n")).collect();
+    let running = part(
+        "msg_06",
+        "prt_10",
+        json!({"type": "tool", "callID": "c3", "tool": "bash",
+        "state": {"status": "running", "input": {"command": "./build.sh"}, "metadata": {"output": output}}}),
+    );
+    app.update(Msg::Server(Event::PartUpdated(serde_json::from_value(running).unwrap())));
+    let shown = frame(&mut app, 80, 40);
+    assert!(shown.contains("$ ./build.sh …") && shown.contains("line 20"), "{shown}");
+    assert!(shown.contains("earlier lines") && !shown.contains("line 1\n"), "{shown}");
+}
