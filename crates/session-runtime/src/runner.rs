@@ -381,9 +381,10 @@ impl Runner {
                 }
                 return Err(Stop::Failed(RuntimeError::Provider(error)));
             }
-            if !streamed.output_started && error.retryable && attempt < self.inner.options.max_attempts {
+            let retry = (!streamed.output_started).then(|| self.inner.options.retry.delay(attempt - 1, &error));
+            if let Some(Some(wait)) = retry {
                 self.discard(&message.id).await?;
-                self.retry_wait(attempt, &error).await?;
+                self.retry_wait(attempt, wait, &error).await?;
                 continue;
             }
             self.finish_assistant(message, model, &streamed, Some(api_error(&error))).await?;
@@ -858,11 +859,8 @@ impl Runner {
         Ok(())
     }
 
-    /// Waits before runtime retry `attempt` (bounded, interruptible), recording it durably.
-    async fn retry_wait(&self, attempt: u32, error: &LlmError) -> Flow<()> {
-        let options = &self.inner.options;
-        let exponential = options.retry_base_delay.saturating_mul(2u32.saturating_pow(attempt - 1));
-        let wait = error.retry_after().unwrap_or(exponential).min(options.retry_max_delay);
+    /// Waits `wait` before runtime retry `attempt` (interruptible), recording it durably.
+    async fn retry_wait(&self, attempt: u32, wait: Duration, error: &LlmError) -> Flow<()> {
         let next = now_ms() + i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
         let store = Arc::clone(&self.inner.store);
         let session = self.session_id.clone();

@@ -20,6 +20,7 @@ use opencode_config::CredentialRefresher;
 use opencode_config::Env;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
+use opencode_llm::RetryPolicy;
 use opencode_llm::ToolDefinition;
 use opencode_mcp::McpEvent;
 use opencode_mcp::McpManager;
@@ -58,12 +59,11 @@ pub use opencode_session_store::GLOBAL_PROJECT;
 /// Tuning of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RuntimeOptions {
-    /// Provider attempts per turn for retryable failures that happen before any output (bounded:
-    /// the client has already retried the request phase).
-    pub max_attempts: u32,
-    /// Delay before the first runtime retry; doubles per attempt, capped by `retry_max_delay`.
-    pub retry_base_delay: Duration,
-    pub retry_max_delay: Duration,
+    /// Retries of a provider turn whose stream failed, retryably, before any output (the client
+    /// has already retried the request phase): the LLM layer's policy, so back-off has the same
+    /// jitter and a `retry-after` beyond its bound fails the turn with the provider's message
+    /// instead of a silent long wait.
+    pub retry: RetryPolicy,
     /// Events buffered per subscriber before it lags.
     pub event_capacity: usize,
     /// Title new sessions with the small model after their first user message (in the background).
@@ -73,9 +73,12 @@ pub struct RuntimeOptions {
 impl Default for RuntimeOptions {
     fn default() -> Self {
         Self {
-            max_attempts: 3,
-            retry_base_delay: Duration::from_secs(2),
-            retry_max_delay: Duration::from_secs(30),
+            retry: RetryPolicy {
+                max_retries: 2,
+                base_delay: Duration::from_secs(2),
+                max_delay: Duration::from_secs(30),
+                ..RetryPolicy::default()
+            },
             event_capacity: 4096,
             titles: true,
         }

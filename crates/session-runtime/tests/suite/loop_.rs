@@ -97,3 +97,32 @@ async fn the_last_allowed_step_is_text_only() {
     let MessageInfo::Assistant(last) = &messages.last().unwrap().info else { panic!("assistant expected") };
     assert_eq!(last.finish.as_deref(), Some("stop"));
 }
+
+/// A retryable failure before any output is retried (with the LLM layer's back-off); a provider that
+/// asks to be retried only after longer than the policy allows fails the turn with its own message
+/// at once instead of a silent long wait.
+#[tokio::test]
+async fn retryable_failures_are_retried_but_a_too_long_retry_after_fails_at_once() {
+    let h = super::support::harness(opencode_session_runtime::FnTools::new()).await;
+    let overloaded = || {
+        opencode_mock_provider::MockResponse::json(
+            503,
+            &json!({"error": {"message": "overloaded", "type": "server_error"}}),
+        )
+    };
+    h.mock.push_all([overloaded(), super::support::text("Back.")]);
+    let result = h.runtime.run(PromptRequest::text(&h.session.id, "hi")).await.unwrap();
+    assert_eq!(result.outcome, DrainOutcome::Completed);
+    assert_eq!(h.mock.requests().len(), 2);
+
+    let later = opencode_mock_provider::MockResponse::json(
+        429,
+        &json!({"error": {"message": "come back in two minutes", "type": "rate_limit_error"}}),
+    )
+    .header("retry-after", "120");
+    h.mock.push(later);
+    let result = h.runtime.run(PromptRequest::text(&h.session.id, "again")).await.unwrap();
+    let DrainOutcome::Failed { message, .. } = &result.outcome else { panic!("{:?}", result.outcome) };
+    assert!(message.contains("come back in two minutes"), "{message}");
+    assert_eq!(h.mock.requests().len(), 3, "no retry after a retry-after beyond the policy's bound");
+}

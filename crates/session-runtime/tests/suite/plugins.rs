@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use opencode_catalog::Catalog;
 use opencode_config::Config;
@@ -42,6 +41,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use super::loop_::file_tools;
+use super::support::fast_retries;
 use super::support::history;
 use super::support::requests;
 use super::support::text;
@@ -124,8 +124,7 @@ async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost) 
     let tools = file_tools();
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
-    let options =
-        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
     SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths)
         .locations(locations)
         .options(options)

@@ -33,6 +33,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use super::admission::gated_tool;
+use super::support::fast_retries;
 use super::support::text;
 use super::support::tool_call;
 
@@ -72,8 +73,7 @@ fn setup(mock: &MockProvider, tools: FnTools) -> Setup {
             counter.fetch_add(1, Ordering::SeqCst);
             Ok(Arc::new(tools.clone()) as Arc<dyn ToolHost>)
         });
-    let options =
-        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
     // The project's file names the start configuration: its own configuration applies to it.
     write_config(project.path(), &config_json(mock, "m"));
     let runtime = SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths)

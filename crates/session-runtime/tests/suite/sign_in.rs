@@ -3,7 +3,6 @@
 //! signed-in route; a sign-in that cannot be refreshed fails the drain with a one-line error.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use opencode_catalog::Catalog;
 use opencode_config::AuthInfo;
@@ -27,6 +26,8 @@ use opencode_session_store::NewSession;
 use opencode_session_store::Store;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+
+use super::support::fast_retries;
 
 fn now_ms() -> u64 {
     u64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
@@ -74,8 +75,7 @@ async fn setup(
     let store = Arc::new(Store::open(paths.database()).unwrap());
     let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
-    let options =
-        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
     let runtime = SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths)
         .credentials(Arc::new(refresher))
         .options(options)

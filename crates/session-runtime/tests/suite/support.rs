@@ -3,7 +3,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use opencode_catalog::Catalog;
 use opencode_config::Config;
@@ -86,8 +85,7 @@ pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limi
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_date(date)
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
-    let options =
-        RuntimeOptions { retry_base_delay: Duration::from_millis(10), titles: false, ..RuntimeOptions::default() };
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
     SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths).locations(locations).options(options).build()
 }
 
@@ -190,4 +188,12 @@ pub fn runtime_with_standard_tools(
     .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
     .build();
     (runtime, store)
+}
+
+/// The runtime's retries with a 10 ms first back-off, so tests of retries run fast.
+pub fn fast_retries() -> opencode_llm::RetryPolicy {
+    opencode_llm::RetryPolicy {
+        base_delay: std::time::Duration::from_millis(10),
+        ..opencode_session_runtime::RuntimeOptions::default().retry
+    }
 }
