@@ -17,6 +17,9 @@ pub const OPENCODE_VERSION: &str = "1.18.34";
 /// test process, find the finished prefix. A half-finished install is never seen: it happens in a
 /// temporary sibling that is renamed into place.
 pub fn npm_install(cache: &Path, spec: &str) -> Option<PathBuf> {
+    // Tests of one process install one at a time (their staging directory is the process's).
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let prefix = cache.join(spec.replace(['/', '@'], "_"));
     if prefix.join("node_modules").is_dir() {
         return Some(prefix);
