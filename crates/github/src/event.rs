@@ -81,6 +81,7 @@ impl Trigger {
 
 /// Whether an event calls on the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(clippy::large_enum_variant, reason = "one decision per run; boxing would only obscure matching")]
 pub enum Decision {
     Run(Trigger),
     /// Not for the agent; why, in a few words (printed in the workflow's log).
