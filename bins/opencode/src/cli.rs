@@ -100,6 +100,33 @@ pub enum Command {
     /// Manage MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// The agent on GitHub: answer issues and pull requests from a GitHub Actions job.
+    #[command(subcommand)]
+    Github(GithubCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GithubCommand {
+    /// Handle the event of the current GitHub Actions job (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
+    /// GITHUB_REPOSITORY, GITHUB_TOKEN; GITHUB_API_URL for GitHub Enterprise Server).
+    Run(GithubRunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GithubRunArgs {
+    /// Words that call on the agent in a comment, comma-separated.
+    #[arg(long, default_value = "/opencode,/oc")]
+    pub mentions: String,
+    /// The prompt: required for `workflow_dispatch` and `schedule`; elsewhere it replaces the
+    /// comment's request, or leads an issue's or a pull request's text.
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// The model as provider/model.
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// The agent that works on it.
+    #[arg(long, default_value = "build")]
+    pub agent: String,
 }
 
 #[derive(Debug, clap::Args)]

@@ -2,6 +2,7 @@
 
 mod auth;
 mod debug;
+mod github;
 mod import;
 mod mcp;
 mod models;
@@ -13,7 +14,7 @@ mod tui;
 
 use std::path::Path;
 
-use crate::cli::{Cli, Command, DebugCommand};
+use crate::cli::{Cli, Command, DebugCommand, GithubCommand};
 use crate::context::Context;
 use crate::error::CliError;
 
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Auth(command) => auth::run(&context, command),
         Command::Debug(DebugCommand::Config) => debug::config(&context),
         Command::Mcp(command) => mcp::run(&context, command),
+        Command::Github(GithubCommand::Run(args)) => github::run(&context, args),
     }
 }
 

@@ -115,7 +115,7 @@ async fn report_left_out_servers(runtime: SessionRuntime, directory: PathBuf) {
 
 /// Admits the prompt and runs the session until idle, printing events and answering permission
 /// requests as they come; Ctrl-C interrupts the run.
-async fn drive(
+pub(super) async fn drive(
     runtime: &SessionRuntime,
     permissions: &Permissions,
     request: PromptRequest,

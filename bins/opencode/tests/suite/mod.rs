@@ -2,6 +2,7 @@ mod auth;
 mod coexist;
 mod crash;
 mod debug_config;
+mod github;
 mod import;
 mod mcp_auth;
 mod models;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::support::{Home, requests, stderr, stdout, text, tool_call, transcript};
 
-fn mock() -> (tokio::runtime::Runtime, MockProvider) {
+pub(super) fn mock() -> (tokio::runtime::Runtime, MockProvider) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mock = runtime.block_on(MockProvider::start()).unwrap();
     (runtime, mock)
