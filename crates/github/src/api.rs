@@ -85,6 +85,20 @@ impl Github {
         Ok(created["id"].as_u64().unwrap_or_default())
     }
 
+    /// Reports a finished review of commit `head_sha` as a check run named `name`, concluded
+    /// `neutral` (a review informs; it does not block a merge); returns its id.
+    pub async fn check_run(&self, name: &str, head_sha: &str, title: &str, summary: &str) -> Result<u64, GithubError> {
+        let path = format!("/repos/{}/check-runs", self.repository);
+        // GitHub caps a check run's summary at 65,535 characters.
+        let summary: String = summary.chars().take(65_000).collect();
+        let body = json!({
+            "name": name, "head_sha": head_sha, "status": "completed", "conclusion": "neutral",
+            "output": { "title": title, "summary": summary }
+        });
+        let created = self.call("POST", reqwest::Method::POST, &path, Some(body)).await?;
+        Ok(created["id"].as_u64().unwrap_or_default())
+    }
+
     /// Replaces the body of issue comment `id`.
     pub async fn update_comment(&self, id: u64, body: &str) -> Result<(), GithubError> {
         let path = format!("/repos/{}/issues/comments/{id}", self.repository);

@@ -29,6 +29,8 @@ pub struct Thread {
     pub body: String,
     pub author: Author,
     pub pull_request: bool,
+    /// A pull request's head commit, when the payload has it (a review reports on it).
+    pub head_sha: Option<String>,
 }
 
 impl Thread {
@@ -39,6 +41,7 @@ impl Thread {
             body: text(&item["body"]),
             author: Author::of(&item["user"]),
             pull_request,
+            head_sha: item["head"]["sha"].as_str().map(str::to_owned),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! `GITHUB_SERVER_URL`, `GITHUB_RUN_ID`), decides whether it calls on the agent, posts a progress
 //! comment on the thread, runs one headless session with the thread as its prompt (what would ask
 //! for permission is refused and reported in the log, as `opencode run` does), and replaces the
-//! progress comment with the answer, or with the cause when the run failed.
+//! progress comment with the answer, or with the cause when the run failed. A pull request's review
+//! is reported as a check run on its head commit instead.
 
 use opencode_github::Decision;
 use opencode_github::Github;
@@ -62,7 +63,7 @@ pub fn run(context: &Context, args: GithubRunArgs) -> Result<(), CliError> {
     let runtime = super::tokio_runtime()?;
     let result = runtime.block_on(async {
         let report = Report::open(&github, &trigger, run_link.as_deref()).await.map_err(github_error)?;
-        let skip: Vec<u64> = [report.as_ref().map(|r| r.comment), comment_id(&trigger)].into_iter().flatten().collect();
+        let skip: Vec<u64> = [report.comment(), comment_id(&trigger)].into_iter().flatten().collect();
         let comments = match trigger.thread() {
             Some(thread) => github.comments(thread.number).await.map_err(github_error)?,
             None => Vec::new(),
@@ -73,47 +74,61 @@ pub fn run(context: &Context, args: GithubRunArgs) -> Result<(), CliError> {
             Ok(answer) => footer(answer, run_link.as_deref()),
             Err(err) => footer(&format!("I could not finish: {err}"), run_link.as_deref()),
         };
-        if let Some(report) = &report {
-            report.finish(&github, &body).await.map_err(github_error)?;
-        }
+        report.finish(&github, &body).await.map_err(github_error)?;
         answer.map(drop)
     });
     runtime.shutdown_background();
     result
 }
 
-/// The comment the agent keeps its progress and answer in.
-struct Report {
-    comment: u64,
-    review: bool,
+/// Where the agent reports: a comment it keeps its progress and answer in (a reply in the thread
+/// of a review comment), a check run on a reviewed pull request's head commit, or only the log
+/// (manual and scheduled runs).
+enum Report {
+    Comment(u64),
+    ReviewReply(u64),
+    CheckRun { number: u64, head_sha: String },
+    Log,
 }
 
 impl Report {
-    /// Posts "working on it" where the request was made (the review comment's thread for a review
-    /// comment); nothing for a run without a thread.
-    async fn open(github: &Github, trigger: &Trigger, run: Option<&str>) -> Result<Option<Self>, GithubError> {
+    /// Posts "working on it" where the request was made; a review's check run is created when done.
+    async fn open(github: &Github, trigger: &Trigger, run: Option<&str>) -> Result<Self, GithubError> {
         let working = match run {
             Some(run) => format!("Working on it… ([progress]({run}))"),
             None => "Working on it…".to_owned(),
         };
-        let opened = match trigger {
+        Ok(match trigger {
             Trigger::ReviewComment { thread, comment_id, .. } => {
-                let comment = github.reply_to_review_comment(thread.number, *comment_id, &working).await?;
-                Some(Self { comment, review: true })
+                Self::ReviewReply(github.reply_to_review_comment(thread.number, *comment_id, &working).await?)
             }
-            other => match other.thread() {
-                Some(thread) => Some(Self { comment: github.comment(thread.number, &working).await?, review: false }),
-                None => None,
-            },
-        };
-        Ok(opened)
+            Trigger::PullRequest { thread, .. } if thread.head_sha.is_some() => {
+                Self::CheckRun { number: thread.number, head_sha: thread.head_sha.clone().unwrap_or_default() }
+            }
+            Trigger::Manual { .. } => Self::Log,
+            Trigger::Comment { thread, .. } | Trigger::Issue { thread, .. } | Trigger::PullRequest { thread, .. } => {
+                Self::Comment(github.comment(thread.number, &working).await?)
+            }
+        })
+    }
+
+    /// The comment this report keeps, left out of the prompt's conversation.
+    fn comment(&self) -> Option<u64> {
+        match self {
+            Self::Comment(id) | Self::ReviewReply(id) => Some(*id),
+            Self::CheckRun { .. } | Self::Log => None,
+        }
     }
 
     async fn finish(&self, github: &Github, body: &str) -> Result<(), GithubError> {
-        if self.review {
-            github.update_review_comment(self.comment, body).await
-        } else {
-            github.update_comment(self.comment, body).await
+        match self {
+            Self::Comment(id) => github.update_comment(*id, body).await,
+            Self::ReviewReply(id) => github.update_review_comment(*id, body).await,
+            Self::CheckRun { number, head_sha } => {
+                let title = format!("Review of #{number}");
+                github.check_run("opencode review", head_sha, &title, body).await.map(drop)
+            }
+            Self::Log => Ok(()),
         }
     }
 }

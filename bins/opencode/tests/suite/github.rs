@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::routing::patch;
+use opencode_mock_provider::MockProvider;
 use serde_json::Value;
 use serde_json::json;
 
@@ -52,6 +53,21 @@ fn github_api(calls: &Calls) -> String {
                         Json(json!({"id": id}))
                     }),
                 )
+                .route(
+                    "/api/v3/repos/octo/repo/check-runs",
+                    axum::routing::post(|State(calls): State<Calls>, Json(body): Json<Value>| async move {
+                        let line = format!(
+                            "CHECK {} {} {} {} | {}",
+                            body["name"].as_str().unwrap(),
+                            body["head_sha"].as_str().unwrap(),
+                            body["conclusion"].as_str().unwrap(),
+                            body["output"]["title"].as_str().unwrap(),
+                            body["output"]["summary"].as_str().unwrap()
+                        );
+                        calls.lock().unwrap().push(line);
+                        (StatusCode::CREATED, Json(json!({"id": 5})))
+                    }),
+                )
                 .with_state(calls);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             url_sender.send(format!("http://{}/api/v3", listener.local_addr().unwrap())).unwrap();
@@ -61,14 +77,19 @@ fn github_api(calls: &Calls) -> String {
     url.recv().unwrap()
 }
 
-/// GitHub's first example `issue_comment` (created) payload, its comment's body replaced.
-fn comment_event(home: &Home, body: &str) -> Option<(std::path::PathBuf, Value)> {
+/// GitHub's first example payload of event `name` with `action`.
+fn example(name: &str, action: &str) -> Option<Value> {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let prefix = opencode_mock_provider::peer::npm_install(cache, "@octokit/webhooks-examples@7.6.1")?;
     let index = prefix.join("node_modules/@octokit/webhooks-examples/api.github.com/index.json");
     let all: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(index).unwrap()).unwrap();
-    let examples = &all.iter().find(|event| event["name"] == "issue_comment").unwrap()["examples"];
-    let mut payload = examples.as_array().unwrap().iter().find(|p| p["action"] == "created").unwrap().clone();
+    let examples = &all.iter().find(|event| event["name"] == name).unwrap()["examples"];
+    examples.as_array().unwrap().iter().find(|p| p["action"] == action).cloned()
+}
+
+/// GitHub's first example `issue_comment` (created) payload, its comment's body replaced.
+fn comment_event(home: &Home, body: &str) -> Option<(std::path::PathBuf, Value)> {
+    let mut payload = example("issue_comment", "created")?;
     payload["comment"]["body"] = json!(body);
     payload["comment"]["user"]["type"] = json!("User");
     let path = home.path().join("event.json");
@@ -76,16 +97,16 @@ fn comment_event(home: &Home, body: &str) -> Option<(std::path::PathBuf, Value)>
     Some((path, payload))
 }
 
-fn github_run(
-    home: &Home,
-    mock: &opencode_mock_provider::MockProvider,
-    event: &Path,
-    api: &str,
-) -> assert_cmd::Command {
+fn github_run(home: &Home, mock: &MockProvider, event: &Path, api: &str) -> assert_cmd::Command {
+    github_run_for(home, mock, "issue_comment", event, api)
+}
+
+/// `opencode github run` as Actions runs it for event `name`, against the stand-in at `api`.
+fn github_run_for(home: &Home, mock: &MockProvider, name: &str, event: &Path, api: &str) -> assert_cmd::Command {
     let mut command = home.opencode(&["github", "run"]);
     command
         .env("OPENCODE_CONFIG_CONTENT", mock_config(mock, json!({})))
-        .env("GITHUB_EVENT_NAME", "issue_comment")
+        .env("GITHUB_EVENT_NAME", name)
         .env("GITHUB_EVENT_PATH", event)
         .env("GITHUB_REPOSITORY", "octo/repo")
         .env("GITHUB_TOKEN", "ghs_token")
@@ -136,4 +157,33 @@ fn a_comment_without_a_mention_does_nothing() {
     assert!(stdout(&output).starts_with("nothing to do: the comment does not mention /opencode or /oc"));
     assert!(calls.lock().unwrap().is_empty());
     assert!(mock.requests().is_empty());
+}
+
+#[test]
+fn an_opened_pull_request_is_reviewed_in_a_check_run_on_its_head() {
+    let (_rt, mock) = super::run::mock();
+    let home = Home::new();
+    let Some(mut payload) = example("pull_request", "opened") else { return };
+    payload["pull_request"]["user"]["type"] = json!("User");
+    let event = home.path().join("event.json");
+    std::fs::write(&event, payload.to_string()).unwrap();
+    let calls = Calls::default();
+    let api = github_api(&calls);
+    mock.push(text("Looks right; one missing test for the empty case."));
+    let output = github_run_for(&home, &mock, "pull_request", &event, &api).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let number = payload["pull_request"]["number"].as_u64().unwrap();
+    let sha = payload["pull_request"]["head"]["sha"].as_str().unwrap();
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls[0], format!("GET {number}"));
+    let run = "https://github.example/octo/repo/actions/runs/42";
+    assert_eq!(
+        calls[1],
+        format!(
+            "CHECK opencode review {sha} neutral Review of #{number} | Looks right; one missing test for the empty case.\n\n<sub>opencode · [run]({run})</sub>"
+        )
+    );
+    let prompt = requests(&mock)[0].iter().find(|m| m["role"] == "user").unwrap()["content"].to_string();
+    assert!(prompt.starts_with("\"Review this pull request"), "{prompt}");
 }
