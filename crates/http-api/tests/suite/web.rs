@@ -1,0 +1,527 @@
+//! The web UI: served at `/` with its security headers (plain HTTP checks), and used in a real
+//! headless Chromium driven over WebDriver (chromedriver, raw HTTP calls) against the server over
+//! the session runtime and the mock provider. Without `chromium` and `chromedriver` the browser
+//! tests print a notice and pass; under `CI` they fail instead (`.ci/run` installs both).
+//!
+//! Screenshots of the main screens go to `$CARGO_TARGET_TMPDIR/web-ui/` for a person to look at.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::path::PathBuf;
+use std::process::Child;
+use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
+use std::time::Instant;
+
+use base64::Engine;
+use opencode_config::Env;
+use opencode_http_api::Credentials;
+use opencode_http_api::ServerOptions;
+use opencode_mock_provider::MockProvider;
+use opencode_mock_provider::MockResponse;
+use opencode_mock_provider::RecordedRequest;
+use serde_json::Value;
+use serde_json::json;
+
+use super::runtime::text;
+use super::runtime::tool_call;
+
+// ---------------------------------------------------------------- plain HTTP
+
+#[tokio::test]
+async fn the_ui_is_served_at_the_root_with_a_content_security_policy() {
+    let t = super::start().await;
+    let response = t.http.get(t.at("/")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self'") && csp.contains("connect-src 'self'"), "{csp}");
+    assert!(!csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"), "{csp}");
+    assert_eq!(headers["content-type"], "text/html; charset=utf-8");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let html = response.text().await.unwrap();
+    assert!(html.contains(r#"<script type="module" src="/assets/js/app.js"></script>"#), "{html}");
+    assert!(!html.contains("<script>"), "no inline script");
+
+    // The UI's own paths fall back to the page; the API's unknown paths stay JSON 404s.
+    let page = t.http.get(t.at("/some/ui/path")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().starts_with("<!doctype html>"));
+    let (status, body) = t.get("/session/ses_missing/nothing/here").await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["name"], "NotFoundError", "{body}");
+    let (status, _) = t.get("/assets/js/missing.js").await;
+    assert_eq!(status, 404);
+    let (status, body) = t.post("/some/ui/path", json!({})).await;
+    assert_eq!(status, 404, "{body}");
+
+    // Scripts are JavaScript, compressed when asked for.
+    let js = t.http.get(t.at("/assets/js/app.js")).header("accept-encoding", "gzip").send().await.unwrap();
+    assert_eq!(js.status(), 200);
+    assert_eq!(js.headers()["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(js.headers()["content-encoding"], "gzip");
+    for path in opencode_http_api::web::asset_paths() {
+        let (status, _) = t.get(path).await;
+        assert_eq!(status, 200, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn serving_the_ui_keeps_the_guard_and_the_password() {
+    let t = super::start_with(ServerOptions {
+        port: 0,
+        credentials: Some(Credentials { username: "opencode".into(), password: "pw".into() }),
+        ..ServerOptions::default()
+    })
+    .await;
+    let page = t.http.get(t.at("/")).send().await.unwrap();
+    assert_eq!(page.status(), 401, "the page asks for the password");
+    assert!(page.headers()["www-authenticate"].to_str().unwrap().starts_with("Basic"));
+    let page = t.http.get(t.at("/")).basic_auth("opencode", Some("pw")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    // A page elsewhere can neither post to the UI's paths nor the API's.
+    let foreign = t
+        .http
+        .post(t.at("/session"))
+        .basic_auth("opencode", Some("pw"))
+        .header("origin", "http://evil.example")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let rebinding = t.http.get(t.at("/")).basic_auth("opencode", Some("pw")).header("host", "evil.example").send().await;
+    assert_eq!(rebinding.unwrap().status(), 403);
+}
+
+// ---------------------------------------------------------------- WebDriver
+
+/// chromedriver on a free loopback port, and the Chromium it drives.
+struct Driver {
+    child: Child,
+    base: String,
+    http: reqwest::Client,
+    profile: tempfile::TempDir,
+}
+
+impl Driver {
+    fn start() -> Option<Self> {
+        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file());
+        let driver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].into_iter().find(|p| Path::new(p).is_file());
+        let (Some(_), Some(driver)) = (chromium, driver) else {
+            return skip("chromium or chromedriver not found (apt-get install chromium chromium-driver); skipping the browser tests");
+        };
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Some(Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+            profile: tempfile::tempdir().unwrap(),
+        })
+    }
+
+    async fn ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = self.http.get(format!("{}/status", self.base)).send().await
+                && r.json::<Value>().await.is_ok_and(|v| v["value"]["ready"] == true)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn browser(&self) -> Browser {
+        self.ready().await;
+        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+            .into_iter()
+            .find(|p| Path::new(p).is_file())
+            .unwrap();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,860", "--no-first-run", "--disable-extensions",
+                format!("--user-data-dir={}", self.profile.path().display()),
+            ]}
+        }}});
+        let created: Value =
+            self.http.post(format!("{}/session", self.base)).json(&caps).send().await.unwrap().json().await.unwrap();
+        let id = created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {created}"));
+        Browser { http: self.http.clone(), base: format!("{}/session/{id}", self.base) }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _gone = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+}
+
+fn skip<T>(notice: &str) -> Option<T> {
+    assert!(std::env::var_os("CI").is_none(), "{notice} (required under CI)");
+    eprintln!("notice: {notice}");
+    None
+}
+
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+}
+
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+const ENTER: &str = "\u{E007}";
+const ESCAPE: &str = "\u{E00C}";
+const SHIFT: &str = "\u{E008}";
+const RELEASE: &str = "\u{E000}";
+
+impl Browser {
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let reply: Value = request.send().await.unwrap().json().await.unwrap();
+        assert!(reply["value"].get("error").is_none(), "WebDriver {path}: {reply}");
+        reply["value"].clone()
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        self.call(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn goto(&self, url: &str) {
+        self.post("/url", json!({ "url": url })).await;
+    }
+
+    async fn js(&self, script: &str) -> Value {
+        self.post("/execute/sync", json!({ "script": script, "args": [] })).await
+    }
+
+    /// Polls `script` (a JS expression) until it is truthy; its value.
+    async fn until(&self, what: &str, script: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let body = format!("try {{ return ({script}); }} catch (e) {{ return null; }}");
+        loop {
+            let value = self.js(&body).await;
+            if !matches!(value, Value::Null | Value::Bool(false)) && value != "" && value != 0 {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let text = self.js("return document.body.innerText").await;
+                panic!("timed out waiting for {what} ({script}); the page shows:\n{text}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn find(&self, css: &str) -> String {
+        self.until(&format!("`{css}`"), &format!("document.querySelector({css:?})")).await;
+        let found = self.post("/element", json!({"using": "css selector", "value": css})).await;
+        found[ELEMENT].as_str().unwrap().to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.find(css).await;
+        self.post(&format!("/element/{id}/click"), json!({})).await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let id = self.find(css).await;
+        self.post(&format!("/element/{id}/value"), json!({ "text": text })).await;
+    }
+
+    async fn screenshot(&self, name: &str) -> PathBuf {
+        let png = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap()).unwrap();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    async fn new_window(&self) -> String {
+        let created = self.post("/window/new", json!({"type": "window"})).await;
+        created["handle"].as_str().unwrap().to_owned()
+    }
+
+    async fn window(&self) -> String {
+        self.call(reqwest::Method::GET, "/window", None).await.as_str().unwrap().to_owned()
+    }
+
+    async fn switch(&self, handle: &str) {
+        self.post("/window", json!({ "handle": handle })).await;
+    }
+
+    async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.post("/goog/cdp/execute", json!({ "cmd": cmd, "params": params })).await
+    }
+
+    async fn quit(self) {
+        self.call(reqwest::Method::DELETE, "", None).await;
+    }
+}
+
+/// What the mock model answers, by the last user prompt (and whether a tool result came back).
+fn answer(request: &RecordedRequest) -> MockResponse {
+    let body = request.body_json().unwrap_or_default();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let after_tool = messages.last().is_some_and(|m| m["role"] == "tool");
+    let prompt = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    if prompt.contains("run the tool") {
+        return if after_tool {
+            text("The command ran: it printed **tool-output-42**.")
+        } else {
+            tool_call("call_run", "bash", json!({"command": "echo changed >> README.md; echo tool-output-42", "description": "Print a marker"}))
+        };
+    }
+    if prompt.contains("refuse this") {
+        return if after_tool {
+            text("Understood: I will not run it.")
+        } else {
+            tool_call("call_no", "bash", json!({"command": "echo must-not-run", "description": "Something refused"}))
+        };
+    }
+    if prompt.contains("take your time") {
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Working on a long answer"}}]});
+        return MockResponse::sse([chunk.to_string()]).then_stall();
+    }
+    if prompt.contains("both tabs") {
+        return text("Both tabs see this answer.");
+    }
+    text("Hello from the **mock** provider:\n\n```rust\nfn main() { println!(\"hi\"); }\n```")
+}
+
+struct Project {
+    _root: tempfile::TempDir,
+    dir: PathBuf,
+    home: PathBuf,
+    _mock: MockProvider,
+}
+
+async fn project() -> Project {
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
+    let mock = MockProvider::start().await.unwrap();
+    mock.respond_with(answer);
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("demo");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/hello_world.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.join("README.md"), "# demo\n").unwrap();
+    let config = json!({
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
+            "models": {"m": {"name": "Mock model", "tool_call": true}}}},
+        "model": "mock/m",
+        "agent": {"title": {"disable": true}},
+        "permission": {"bash": "ask"}
+    });
+    std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
+    for args in [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "demo"]] {
+        assert!(Command::new("git").args(args).current_dir(&dir).status().unwrap().success());
+    }
+    let dir = dir.canonicalize().unwrap();
+    let home = root.path().join("home");
+    Project { _root: root, dir, home, _mock: mock }
+}
+
+async fn serve(project: &Project, options: ServerOptions) -> opencode_http_api::Server {
+    let env = Env::from_pairs([("HOME", project.home.to_string_lossy().into_owned())]);
+    opencode_http_api::start_server(options, env, project.dir.clone()).await.unwrap()
+}
+
+async fn status_of(url: &str, session: &str) -> Value {
+    let statuses: Value = reqwest::get(format!("{url}/session/status")).await.unwrap().json().await.unwrap();
+    statuses[session].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_works_a_session_in_the_browser() {
+    let Some(driver) = Driver::start() else { return };
+    let project = project().await;
+    let server = serve(&project, ServerOptions { port: 0, ..ServerOptions::default() }).await;
+    let url = server.url();
+    let b = driver.browser().await;
+
+    // Load: the sidebar and the composer, with the project's agents and models.
+    b.goto(&url).await;
+    b.find("#new-session").await;
+    b.until("the model picker", "[...document.querySelectorAll('#model option')].some(o => o.value === 'mock/m')").await;
+    b.until("the agent picker", "[...document.querySelectorAll('#agent option')].some(o => o.value === 'build')").await;
+    b.screenshot("01-empty").await;
+
+    // Create a session.
+    b.click("#new-session").await;
+    let session = b.until("a session in the address", "location.hash.match(/^#\\/session\\/(ses_\\w+)/)[1]").await;
+    let session = session.as_str().unwrap().to_owned();
+    b.until("the new session in the sidebar", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
+
+    // Prompt: Shift+Enter is a new line, Enter sends; the streamed answer appears, markdown rendered.
+    b.type_into("#prompt", &format!("Say hello{SHIFT}{ENTER}{RELEASE}please")).await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "Say hello\nplease");
+    b.type_into("#prompt", ENTER).await;
+    b.until("the user's message", "document.querySelector('.msg.user').innerText.includes('please')").await;
+    b.until("the answer", "document.querySelector('.msg.assistant strong')?.innerText === 'mock'").await;
+    b.until("the answer's code block", "document.querySelector('.msg.assistant .code code .tk')?.innerText === 'fn'").await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "", "the sent prompt left the box");
+
+    // A tool turn: the permission dock, allow once, then the bash block with command and output.
+    b.type_into("#prompt", &format!("run the tool{ENTER}")).await;
+    b.until("the permission dock", "document.querySelector('#dock:not([hidden]) .dock-title')?.innerText.includes('bash')").await;
+    b.until("the command in the dock", "document.querySelector('#dock .dock-detail')?.innerText.includes('tool-output-42')").await;
+    b.screenshot("02-permission").await;
+    b.click("#dock button[data-reply=once]").await;
+    b.until("the dock to close", "document.querySelector('#dock').hidden").await;
+    b.until(
+        "the finished bash block",
+        "document.querySelector('.tool[data-tool=bash][data-status=completed] .term')?.innerText.includes('\\ntool-output-42')",
+    )
+    .await;
+    b.until("the answer after the tool", "document.body.innerText.includes('The command ran')").await;
+    b.until("the token figures", "document.querySelector('#usage').innerText.includes('$')").await;
+    b.screenshot("03-tool-turn").await;
+
+    // Reject: the tool call ends in an error and the command never ran.
+    b.type_into("#prompt", &format!("refuse this{ENTER}")).await;
+    b.until("the second permission", "document.querySelector('#dock .dock-detail')?.innerText.includes('must-not-run')").await;
+    b.click("#dock button[data-reply=reject]").await;
+    b.until("the rejected tool block", "document.querySelector('.tool[data-tool=bash][data-status=error]')").await;
+    b.until("the turn to end", &format!("!document.body.classList.contains('busy')")).await;
+    let (_, messages) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
+    assert!(!messages.to_string().contains("must-not-run\\n"), "the refused command never printed");
+
+    // `@` completion from the project's files.
+    b.type_into("#prompt", "look at @hello_w").await;
+    b.until("the file popover", "document.querySelector('.popover:not([hidden]) li.on')?.innerText === 'src/hello_world.rs'").await;
+    b.screenshot("04-mention").await;
+    b.type_into("#prompt", ENTER).await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
+
+    // The review panel shows the working tree's diff (the tool appended to README.md).
+    b.click("#toggle-review").await;
+    b.until("the README diff", "document.querySelector('#review .file-diff .path')?.innerText === 'README.md'").await;
+    b.until("its added line", "[...document.querySelectorAll('#review .dl.da')].some(l => l.innerText === '+changed')").await;
+    b.screenshot("05-review").await;
+    b.click("#toggle-review").await;
+
+    // Reload keeps the session and the draft.
+    b.post("/refresh", json!({})).await;
+    b.until("the same session after a reload", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
+    b.until("the conversation after a reload", "document.body.innerText.includes('The command ran')").await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
+
+    // Interrupt: Esc stops a turn that is still streaming.
+    b.js("document.querySelector('#prompt').value = ''; return null").await;
+    b.type_into("#prompt", &format!("take your time{ENTER}")).await;
+    b.until("the partial answer", "document.body.innerText.includes('Working on a long answer')").await;
+    b.until("the stop button", "!document.querySelector('#stop').hidden").await;
+    assert_eq!(status_of(&url, &session).await["type"], "busy");
+    b.type_into("#prompt", ESCAPE).await;
+    b.until("the stop button to go", "document.querySelector('#stop').hidden").await;
+    b.until("the interrupted mark", "document.body.innerText.includes('Interrupted')").await;
+    assert!(status_of(&url, &session).await.is_null(), "the session is idle after Esc");
+
+    // Two windows on the same session see the same live stream.
+    let first = b.window().await;
+    let second = b.new_window().await;
+    b.switch(&second).await;
+    b.goto(&format!("{url}/#/session/{session}")).await;
+    b.until("the session in the second window", "document.body.innerText.includes('The command ran')").await;
+    b.switch(&first).await;
+    b.type_into("#prompt", &format!("both tabs{ENTER}")).await;
+    b.until("the answer in the first window", "document.body.innerText.includes('Both tabs see this answer')").await;
+    b.switch(&second).await;
+    b.until("the answer in the second window", "document.body.innerText.includes('Both tabs see this answer')").await;
+
+    // Dark theme, from the header's toggle (system -> light -> dark).
+    b.click("#toggle-theme").await;
+    b.click("#toggle-theme").await;
+    b.until("the dark theme", "document.documentElement.dataset.theme === 'dark'").await;
+    b.screenshot("06-dark").await;
+
+    // Rename and delete from the sidebar.
+    b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null")).await;
+    b.js("document.querySelector('input.rename').value = ''; return null").await;
+    b.type_into("input.rename", &format!("Renamed in the browser{ENTER}")).await;
+    b.until("the new title", "document.querySelector('#title').innerText === 'Renamed in the browser'").await;
+    let (_, info) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
+    assert_eq!(info["title"], "Renamed in the browser");
+    let delete = format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button:last-child').click(); return null");
+    b.js(&delete).await;
+    b.js(&delete).await;
+    b.until("the session to leave the sidebar", &format!("!document.querySelector('li.session[data-id=\"{session}\"]')")).await;
+    let (status, _) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
+    assert_eq!(status, 404);
+
+    b.quit().await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
+    let Some(driver) = Driver::start() else { return };
+    let project = project().await;
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let options = || ServerOptions {
+        port,
+        credentials: Some(Credentials { username: "opencode".into(), password: "pw".into() }),
+        ..ServerOptions::default()
+    };
+    let server = serve(&project, options()).await;
+    let url = server.url();
+    let b = driver.browser().await;
+    // The browser's Basic-auth prompt cannot be answered over WebDriver: send the credentials with
+    // every request, as the browser does once a person has entered them.
+    let token = base64::engine::general_purpose::STANDARD.encode("opencode:pw");
+    b.cdp("Network.enable", json!({})).await;
+    b.cdp("Network.setExtraHTTPHeaders", json!({"headers": {"Authorization": format!("Basic {token}")}})).await;
+
+    b.goto(&url).await;
+    b.click("#new-session").await;
+    b.until("a session", "location.hash.startsWith('#/session/ses_')").await;
+    b.type_into("#prompt", &format!("hello{ENTER}")).await;
+    b.until("the answer over the password", "document.querySelector('.msg.assistant strong')?.innerText === 'mock'").await;
+
+    // The server goes away: the banner shows, the draft stays; it comes back: the stream resumes.
+    b.type_into("#prompt", "a draft written while the server is down").await;
+    server.shutdown().await.unwrap();
+    b.until("the connection banner", "!document.querySelector('#conn').hidden").await;
+    b.screenshot("07-offline").await;
+    let server = serve(&project, options()).await;
+    b.until("the banner to go", "document.querySelector('#conn').hidden").await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "a draft written while the server is down");
+    b.js("document.querySelector('#prompt').value = ''; return null").await;
+    b.type_into("#prompt", &format!("both tabs{ENTER}")).await;
+    b.until("an answer after the restart", "document.body.innerText.includes('Both tabs see this answer')").await;
+
+    // A 4xx shows the server's own message.
+    b.js("location.hash = '#/session/ses_doesnotexist'; return null").await;
+    b.until("the server's 404 message", "document.querySelector('#toasts .toast')?.innerText.includes('404')").await;
+    b.screenshot("08-error").await;
+
+    b.quit().await;
+    server.shutdown().await.unwrap();
+}

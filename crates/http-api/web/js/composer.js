@@ -1,0 +1,169 @@
+// The prompt box: Enter sends, Shift+Enter adds a line, Esc interrupts, `@` completes file paths
+// (GET /find/file), and the agent and model pickers. The draft is kept per session in sessionStorage,
+// so a reload or a server restart never loses it.
+
+import { h, replace } from './dom.js';
+import { get } from './api.js';
+import { state } from './state.js';
+
+export function createComposer(root, actions) {
+  const input = h('textarea#prompt', { rows: 1, placeholder: 'Ask anything… (@ for files)', spellcheck: false, 'aria-label': 'Prompt' });
+  const popover = h('ul.popover', { hidden: true, role: 'listbox' });
+  const agent = h('select#agent', { title: 'Agent', 'aria-label': 'Agent' });
+  const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });
+  const send = h('button#send.primary', { type: 'button', title: 'Send (Enter)' }, 'Send');
+  const stop = h('button#stop.danger', { type: 'button', title: 'Interrupt (Esc)', hidden: true }, 'Stop');
+  root.append(popover, h('div.composer-box', null, input,
+    h('div.composer-bar', null, agent, model, h('span.grow'), stop, send)));
+
+  let sessionID = null;
+  let items = [];
+  let selected = 0;
+  let mention = null; // {start, query}
+  let seq = 0;
+
+  const key = () => 'draft:' + (sessionID || 'new');
+  const grow = () => {
+    input.style.height = 'auto';
+    input.style.height = Math.min(input.scrollHeight, 240) + 'px';
+  };
+
+  input.addEventListener('input', () => {
+    sessionStorage.setItem(key(), input.value);
+    grow();
+    complete();
+  });
+
+  input.addEventListener('keydown', (e) => {
+    if (!popover.hidden) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        selected = (selected + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length;
+        paint();
+        return;
+      }
+      if (e.key === 'Enter' || e.key === 'Tab') {
+        e.preventDefault();
+        choose(items[selected]);
+        return;
+      }
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        close();
+        return;
+      }
+    }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      actions.interrupt();
+    }
+  });
+  input.addEventListener('blur', () => setTimeout(close, 150));
+  send.addEventListener('click', submit);
+  stop.addEventListener('click', () => actions.interrupt());
+
+  async function submit() {
+    const text = input.value.trim();
+    if (!text) return;
+    const ok = await actions.send(text, pickedAgent(), pickedModel());
+    if (ok) {
+      input.value = '';
+      sessionStorage.removeItem(key());
+      grow();
+    }
+  }
+
+  async function complete() {
+    const caret = input.selectionStart;
+    const before = input.value.slice(0, caret);
+    const m = before.match(/(^|\s)@([^\s@]*)$/);
+    if (!m) return close();
+    mention = { start: caret - m[2].length - 1, end: caret, query: m[2] };
+    const mine = ++seq;
+    let found;
+    try {
+      found = await get('/find/file?limit=10&query=' + encodeURIComponent(m[2]));
+    } catch (err) {
+      actions.error(err);
+      return close();
+    }
+    if (mine !== seq) return;
+    items = (found || []).slice(0, 10);
+    selected = 0;
+    if (!items.length) return close();
+    popover.hidden = false;
+    paint();
+  }
+
+  function paint() {
+    replace(popover, items.map((path, i) => {
+      const li = h('li', { role: 'option', class: i === selected ? 'on' : '', 'aria-selected': i === selected }, path);
+      li.addEventListener('mousedown', (e) => {
+        e.preventDefault();
+        choose(path);
+      });
+      return li;
+    }));
+  }
+
+  function choose(path) {
+    if (!mention || !path) return close();
+    const v = input.value;
+    input.value = v.slice(0, mention.start) + '@' + path + ' ' + v.slice(mention.end);
+    const at = mention.start + path.length + 2;
+    input.setSelectionRange(at, at);
+    sessionStorage.setItem(key(), input.value);
+    close();
+    input.focus();
+  }
+
+  function close() {
+    popover.hidden = true;
+    mention = null;
+    items = [];
+  }
+
+  const pickedAgent = () => agent.value || undefined;
+  const pickedModel = () => {
+    if (!model.value) return undefined;
+    const [providerID, ...rest] = model.value.split('/');
+    return { providerID, modelID: rest.join('/') };
+  };
+
+  return {
+    input,
+    /** Switches to another session's draft. */
+    open(id) {
+      sessionID = id;
+      input.value = sessionStorage.getItem(key()) || '';
+      grow();
+      close();
+    },
+    busy(on) {
+      stop.hidden = !on;
+    },
+    pickers() {
+      const keepAgent = agent.value || localStorage.getItem('agent') || '';
+      const keepModel = model.value || localStorage.getItem('model') || '';
+      const primary = state.agents.filter((a) => a.mode !== 'subagent' && !a.hidden);
+      replace(agent, primary.map((a) => h('option', { value: a.name, title: a.description || '' }, a.name)));
+      if (primary.some((a) => a.name === keepAgent)) agent.value = keepAgent;
+      const def = state.defaultModel || '';
+      replace(model, h('option', { value: '' }, def ? `default (${def})` : 'default model'),
+        state.models.map((m) => h('option', { value: `${m.providerID}/${m.modelID}` }, `${m.providerID}/${m.name || m.modelID}`)));
+      if (state.models.some((m) => `${m.providerID}/${m.modelID}` === keepModel)) model.value = keepModel;
+    },
+    focus() {
+      input.focus();
+    },
+    remember() {
+      localStorage.setItem('agent', agent.value);
+      localStorage.setItem('model', model.value);
+    },
+    agentSelect: agent,
+    modelSelect: model,
+  };
+}
