@@ -82,6 +82,7 @@
 
 mod cassette;
 mod fixtures;
+pub mod browser;
 pub mod peer;
 mod response;
 mod server;

@@ -8,11 +8,7 @@
 use std::net::TcpListener;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Child;
 use std::process::Command;
-use std::process::Stdio;
-use std::time::Duration;
-use std::time::Instant;
 
 use base64::Engine;
 use opencode_config::Env;
@@ -21,6 +17,11 @@ use opencode_http_api::ServerOptions;
 use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::MockResponse;
 use opencode_mock_provider::RecordedRequest;
+use opencode_mock_provider::browser::Chromium;
+use opencode_mock_provider::browser::keys::ENTER;
+use opencode_mock_provider::browser::keys::ESCAPE;
+use opencode_mock_provider::browser::keys::RELEASE;
+use opencode_mock_provider::browser::keys::SHIFT;
 use serde_json::Value;
 use serde_json::json;
 
@@ -95,184 +96,10 @@ async fn serving_the_ui_keeps_the_guard_and_the_password() {
     assert_eq!(rebinding.unwrap().status(), 403);
 }
 
-// ---------------------------------------------------------------- WebDriver
+// ---------------------------------------------------------------- in a browser
 
-/// chromedriver on a free loopback port, and the Chromium it drives.
-struct Driver {
-    child: Child,
-    base: String,
-    http: reqwest::Client,
-    profile: tempfile::TempDir,
-}
-
-impl Driver {
-    fn start() -> Option<Self> {
-        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-            .into_iter()
-            .find(|p| Path::new(p).is_file());
-        let driver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"].into_iter().find(|p| Path::new(p).is_file());
-        let (Some(_), Some(driver)) = (chromium, driver) else {
-            return skip("chromium or chromedriver not found (apt-get install chromium chromium-driver); skipping the browser tests");
-        };
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(driver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Some(Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            http: reqwest::Client::new(),
-            profile: tempfile::tempdir().unwrap(),
-        })
-    }
-
-    async fn ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(r) = self.http.get(format!("{}/status", self.base)).send().await
-                && r.json::<Value>().await.is_ok_and(|v| v["value"]["ready"] == true)
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn browser(&self) -> Browser {
-        self.ready().await;
-        let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-            .into_iter()
-            .find(|p| Path::new(p).is_file())
-            .unwrap();
-        let caps = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,860", "--no-first-run", "--disable-extensions",
-                format!("--user-data-dir={}", self.profile.path().display()),
-            ]}
-        }}});
-        let created: Value =
-            self.http.post(format!("{}/session", self.base)).json(&caps).send().await.unwrap().json().await.unwrap();
-        let id = created["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {created}"));
-        Browser { http: self.http.clone(), base: format!("{}/session/{id}", self.base) }
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _gone = self.child.kill();
-        let _reaped = self.child.wait();
-    }
-}
-
-fn skip<T>(notice: &str) -> Option<T> {
-    assert!(std::env::var_os("CI").is_none(), "{notice} (required under CI)");
-    eprintln!("notice: {notice}");
-    None
-}
-
-struct Browser {
-    http: reqwest::Client,
-    base: String,
-}
-
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-const ENTER: &str = "\u{E007}";
-const ESCAPE: &str = "\u{E00C}";
-const SHIFT: &str = "\u{E008}";
-const RELEASE: &str = "\u{E000}";
-
-impl Browser {
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut request = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let reply: Value = request.send().await.unwrap().json().await.unwrap();
-        assert!(reply["value"].get("error").is_none(), "WebDriver {path}: {reply}");
-        reply["value"].clone()
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        self.call(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    async fn goto(&self, url: &str) {
-        self.post("/url", json!({ "url": url })).await;
-    }
-
-    async fn js(&self, script: &str) -> Value {
-        self.post("/execute/sync", json!({ "script": script, "args": [] })).await
-    }
-
-    /// Polls `script` (a JS expression) until it is truthy; its value.
-    async fn until(&self, what: &str, script: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let body = format!("try {{ return ({script}); }} catch (e) {{ return null; }}");
-        loop {
-            let value = self.js(&body).await;
-            if !matches!(value, Value::Null | Value::Bool(false)) && value != "" && value != 0 {
-                return value;
-            }
-            if Instant::now() > deadline {
-                let text = self.js("return document.body.innerText").await;
-                panic!("timed out waiting for {what} ({script}); the page shows:\n{text}");
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn find(&self, css: &str) -> String {
-        self.until(&format!("`{css}`"), &format!("document.querySelector({css:?})")).await;
-        let found = self.post("/element", json!({"using": "css selector", "value": css})).await;
-        found[ELEMENT].as_str().unwrap().to_owned()
-    }
-
-    async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.post(&format!("/element/{id}/click"), json!({})).await;
-    }
-
-    async fn type_into(&self, css: &str, text: &str) {
-        let id = self.find(css).await;
-        self.post(&format!("/element/{id}/value"), json!({ "text": text })).await;
-    }
-
-    async fn screenshot(&self, name: &str) -> PathBuf {
-        let png = self.call(reqwest::Method::GET, "/screenshot", None).await;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap()).unwrap();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{name}.png"));
-        std::fs::write(&path, bytes).unwrap();
-        path
-    }
-
-    async fn new_window(&self) -> String {
-        let created = self.post("/window/new", json!({"type": "window"})).await;
-        created["handle"].as_str().unwrap().to_owned()
-    }
-
-    async fn window(&self) -> String {
-        self.call(reqwest::Method::GET, "/window", None).await.as_str().unwrap().to_owned()
-    }
-
-    async fn switch(&self, handle: &str) {
-        self.post("/window", json!({ "handle": handle })).await;
-    }
-
-    async fn cdp(&self, cmd: &str, params: Value) -> Value {
-        self.post("/goog/cdp/execute", json!({ "cmd": cmd, "params": params })).await
-    }
-
-    async fn quit(self) {
-        self.call(reqwest::Method::DELETE, "", None).await;
-    }
+fn shot(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui").join(format!("{name}.png"))
 }
 
 /// What the mock model answers, by the last user prompt (and whether a tool result came back).
@@ -360,18 +187,18 @@ async fn status_of(url: &str, session: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_works_a_session_in_the_browser() {
-    let Some(driver) = Driver::start() else { return };
+    let Some(chromium) = Chromium::start() else { return };
     let project = project().await;
     let server = serve(&project, ServerOptions { port: 0, ..ServerOptions::default() }).await;
     let url = server.url();
-    let b = driver.browser().await;
+    let b = chromium.browser(1280, 860).await;
 
     // Load: the sidebar and the composer, with the project's agents and models.
     b.goto(&url).await;
     b.find("#new-session").await;
     b.until("the model picker", "[...document.querySelectorAll('#model option')].some(o => o.value === 'mock/m')").await;
     b.until("the agent picker", "[...document.querySelectorAll('#agent option')].some(o => o.value === 'build')").await;
-    b.screenshot("01-empty").await;
+    b.screenshot(&shot("01-empty")).await;
 
     // Create a session.
     b.click("#new-session").await;
@@ -392,7 +219,7 @@ async fn a_person_works_a_session_in_the_browser() {
     b.type_into("#prompt", &format!("run the tool{ENTER}")).await;
     b.until("the permission dock", "document.querySelector('#dock:not([hidden]) .dock-title')?.innerText.includes('bash')").await;
     b.until("the command in the dock", "document.querySelector('#dock .dock-detail')?.innerText.includes('tool-output-42')").await;
-    b.screenshot("02-permission").await;
+    b.screenshot(&shot("02-permission")).await;
     b.click("#dock button[data-reply=once]").await;
     b.until("the dock to close", "document.querySelector('#dock').hidden").await;
     b.until(
@@ -402,7 +229,7 @@ async fn a_person_works_a_session_in_the_browser() {
     .await;
     b.until("the answer after the tool", "document.body.innerText.includes('The command ran')").await;
     b.until("the token figures", "document.querySelector('#usage').innerText.includes('$')").await;
-    b.screenshot("03-tool-turn").await;
+    b.screenshot(&shot("03-tool-turn")).await;
 
     // Reject: the tool call ends in an error and the command never ran.
     b.type_into("#prompt", &format!("refuse this{ENTER}")).await;
@@ -416,7 +243,7 @@ async fn a_person_works_a_session_in_the_browser() {
     // `@` completion from the project's files.
     b.type_into("#prompt", "look at @hello_w").await;
     b.until("the file popover", "document.querySelector('.popover:not([hidden]) li.on')?.innerText === 'src/hello_world.rs'").await;
-    b.screenshot("04-mention").await;
+    b.screenshot(&shot("04-mention")).await;
     b.type_into("#prompt", ENTER).await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
 
@@ -424,11 +251,23 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#toggle-review").await;
     b.until("the README diff", "document.querySelector('#review .file-diff .path')?.innerText === 'README.md'").await;
     b.until("its added line", "[...document.querySelectorAll('#review .dl.da')].some(l => l.innerText === '+changed')").await;
-    b.screenshot("05-review").await;
+    b.screenshot(&shot("05-review")).await;
     b.click("#toggle-review").await;
 
+    // Revert from the tool turn's prompt: it and what followed leave the timeline (staged on the
+    // server); Restore brings them back.
+    b.js("[...document.querySelectorAll('.msg.user')].find(m => m.innerText.includes('run the tool')).querySelector('.revert').click(); return null").await;
+    b.until("the revert bar", "!document.querySelector('#revert').hidden").await;
+    b.until("the reverted turn to leave", "!document.body.innerText.includes('The command ran')").await;
+    let (_, info) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
+    assert!(info["revert"]["messageID"].is_string(), "the server staged the revert: {info}");
+    b.screenshot(&shot("06-reverted")).await;
+    b.click("#unrevert").await;
+    b.until("the turn to come back", "document.body.innerText.includes('The command ran')").await;
+    b.until("the revert bar to go", "document.querySelector('#revert').hidden").await;
+
     // Reload keeps the session and the draft.
-    b.post("/refresh", json!({})).await;
+    b.refresh().await;
     b.until("the same session after a reload", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
     b.until("the conversation after a reload", "document.body.innerText.includes('The command ran')").await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
@@ -452,6 +291,8 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the session in the second window", "document.body.innerText.includes('The command ran')").await;
     b.switch(&first).await;
     b.type_into("#prompt", &format!("both tabs{ENTER}")).await;
+    let (_, m) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
+    eprintln!("(shown on failure) status after the prompt: {}; last messages: {}", status_of(&url, &session).await, m.as_array().unwrap().iter().rev().take(2).map(|x| x.to_string()).collect::<Vec<_>>().join("\n"));
     b.until("the answer in the first window", "document.body.innerText.includes('Both tabs see this answer')").await;
     b.switch(&second).await;
     b.until("the answer in the second window", "document.body.innerText.includes('Both tabs see this answer')").await;
@@ -460,7 +301,7 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#toggle-theme").await;
     b.click("#toggle-theme").await;
     b.until("the dark theme", "document.documentElement.dataset.theme === 'dark'").await;
-    b.screenshot("06-dark").await;
+    b.screenshot(&shot("07-dark")).await;
 
     // Rename and delete from the sidebar.
     b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null")).await;
@@ -482,7 +323,7 @@ async fn a_person_works_a_session_in_the_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
-    let Some(driver) = Driver::start() else { return };
+    let Some(chromium) = Chromium::start() else { return };
     let project = project().await;
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let options = || ServerOptions {
@@ -492,7 +333,7 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     };
     let server = serve(&project, options()).await;
     let url = server.url();
-    let b = driver.browser().await;
+    let b = chromium.browser(1280, 860).await;
     // The browser's Basic-auth prompt cannot be answered over WebDriver: send the credentials with
     // every request, as the browser does once a person has entered them.
     let token = base64::engine::general_purpose::STANDARD.encode("opencode:pw");
@@ -509,7 +350,7 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     b.type_into("#prompt", "a draft written while the server is down").await;
     server.shutdown().await.unwrap();
     b.until("the connection banner", "!document.querySelector('#conn').hidden").await;
-    b.screenshot("07-offline").await;
+    b.screenshot(&shot("08-offline")).await;
     let server = serve(&project, options()).await;
     b.until("the banner to go", "document.querySelector('#conn').hidden").await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "a draft written while the server is down");
@@ -520,8 +361,39 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     // A 4xx shows the server's own message.
     b.js("location.hash = '#/session/ses_doesnotexist'; return null").await;
     b.until("the server's 404 message", "document.querySelector('#toasts .toast')?.innerText.includes('404')").await;
-    b.screenshot("08-error").await;
+    b.screenshot(&shot("09-error")).await;
 
     b.quit().await;
     server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
+    let Some(chromium) = Chromium::start() else { return };
+    let t = super::start().await;
+    let (_, session) = t.post("/session", json!({"title": "Long"})).await;
+    let id = session["id"].as_str().unwrap().to_owned();
+    // The echo driver answers each prompt: 1,000 turns are 2,000 messages.
+    for n in 0..1000 {
+        let (status, _) = t.post(&format!("/session/{id}/message"), json!({"parts": [{"type": "text", "text": format!("prompt number {n}")}]})).await;
+        assert_eq!(status, 200);
+    }
+    let b = chromium.browser(1280, 860).await;
+    b.goto(&format!("{}/#/session/{id}", t.url)).await;
+    b.until("the last prompt", "document.body.innerText.includes('prompt number 999')").await;
+    let shown = b.js("return document.querySelectorAll('.msg').length").await;
+    assert!(shown.as_u64().unwrap() <= 80, "{shown} messages in the DOM");
+    b.until("the count of earlier messages", "document.querySelector('.earlier').innerText.startsWith('1920 earlier')").await;
+    // Scrolling up slides the window back, still bounded, and keeps sliding to the first prompt.
+    for _ in 0..60 {
+        let first = b.js("const t = document.querySelector('#timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); return document.body.innerText.includes('prompt number 0\\n')").await;
+        if first == true {
+            break;
+        }
+    }
+    b.until("the first prompt", "[...document.querySelectorAll('.msg.user')].some(m => m.innerText.trim() === 'prompt number 0')").await;
+    let shown = b.js("return document.querySelectorAll('.msg').length").await;
+    assert!(shown.as_u64().unwrap() <= 80, "{shown} messages in the DOM at the top");
+    b.screenshot(&shot("10-long-session-top")).await;
+    b.quit().await;
 }
