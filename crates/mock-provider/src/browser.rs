@@ -186,7 +186,8 @@ impl Browser {
     /// A PNG of the window, written to `path`.
     pub async fn screenshot(&self, path: &Path) {
         let png = self.call(reqwest::Method::GET, "/screenshot", None).await;
-        let bytes = base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap_or_default()).unwrap_or_default();
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(png.as_str().unwrap_or_default()).unwrap_or_default();
         if let Some(dir) = path.parent() {
             let _exists = std::fs::create_dir_all(dir);
         }

@@ -80,9 +80,9 @@
 //! [`MockProvider::start`] and shuts down when the [`MockProvider`] is dropped
 //! (stalled or delayed responses are then aborted).
 
+pub mod browser;
 mod cassette;
 mod fixtures;
-pub mod browser;
 pub mod peer;
 mod response;
 mod server;

@@ -24,7 +24,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         import::hint_once(&context);
         return tui::local(&context, cli.tui);
     };
-    if matches!(command, Command::Run(_) | Command::Session(_) | Command::Export { .. } | Command::Serve(_) | Command::Web(_)) {
+    if matches!(
+        command,
+        Command::Run(_) | Command::Session(_) | Command::Export { .. } | Command::Serve(_) | Command::Web(_)
+    ) {
         import::hint_once(&context);
     }
     match command {

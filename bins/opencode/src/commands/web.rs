@@ -40,7 +40,8 @@ fn open_browser(url: &str) -> bool {
     } else if cfg!(windows) {
         candidates.push(vec!["cmd".into(), "/C".into(), "start".into(), String::new()]);
     } else {
-        let graphical = ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+        let graphical =
+            ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
         if !graphical {
             return false;
         }

@@ -92,7 +92,8 @@ async fn serving_the_ui_keeps_the_guard_and_the_password() {
         .await
         .unwrap();
     assert_eq!(foreign.status(), 403);
-    let rebinding = t.http.get(t.at("/")).basic_auth("opencode", Some("pw")).header("host", "evil.example").send().await;
+    let rebinding =
+        t.http.get(t.at("/")).basic_auth("opencode", Some("pw")).header("host", "evil.example").send().await;
     assert_eq!(rebinding.unwrap().status(), 403);
 }
 
@@ -121,7 +122,11 @@ fn answer(request: &RecordedRequest) -> MockResponse {
         return if after_tool {
             text("The command ran: it printed **tool-output-42**.")
         } else {
-            tool_call("call_run", "bash", json!({"command": "echo changed >> README.md; echo tool-output-42", "description": "Print a marker"}))
+            tool_call(
+                "call_run",
+                "bash",
+                json!({"command": "echo changed >> README.md; echo tool-output-42", "description": "Print a marker"}),
+            )
         };
     }
     if prompt.contains("refuse this") {
@@ -167,7 +172,9 @@ async fn project() -> Project {
         "permission": {"bash": "ask"}
     });
     std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
-    for args in [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "demo"]] {
+    for args in
+        [&["init", "-q"][..], &["add", "."], &["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "demo"]]
+    {
         assert!(Command::new("git").args(args).current_dir(&dir).status().unwrap().success());
     }
     let dir = dir.canonicalize().unwrap();
@@ -196,7 +203,8 @@ async fn a_person_works_a_session_in_the_browser() {
     // Load: the sidebar and the composer, with the project's agents and models.
     b.goto(&url).await;
     b.find("#new-session").await;
-    b.until("the model picker", "[...document.querySelectorAll('#model option')].some(o => o.value === 'mock/m')").await;
+    b.until("the model picker", "[...document.querySelectorAll('#model option')].some(o => o.value === 'mock/m')")
+        .await;
     b.until("the agent picker", "[...document.querySelectorAll('#agent option')].some(o => o.value === 'build')").await;
     b.screenshot(&shot("01-empty")).await;
 
@@ -204,7 +212,11 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#new-session").await;
     let session = b.until("a session in the address", "location.hash.match(/^#\\/session\\/(ses_\\w+)/)[1]").await;
     let session = session.as_str().unwrap().to_owned();
-    b.until("the new session in the sidebar", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
+    b.until(
+        "the new session in the sidebar",
+        &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')"),
+    )
+    .await;
 
     // Prompt: Shift+Enter is a new line, Enter sends; the streamed answer appears, markdown rendered.
     b.type_into("#prompt", &format!("Say hello{SHIFT}{ENTER}{RELEASE}please")).await;
@@ -212,13 +224,22 @@ async fn a_person_works_a_session_in_the_browser() {
     b.type_into("#prompt", ENTER).await;
     b.until("the user's message", "document.querySelector('.msg.user').innerText.includes('please')").await;
     b.until("the answer", "document.querySelector('.msg.assistant strong')?.innerText === 'mock'").await;
-    b.until("the answer's code block", "document.querySelector('.msg.assistant .code code .tk')?.innerText === 'fn'").await;
+    b.until("the answer's code block", "document.querySelector('.msg.assistant .code code .tk')?.innerText === 'fn'")
+        .await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "", "the sent prompt left the box");
 
     // A tool turn: the permission dock, allow once, then the bash block with command and output.
     b.type_into("#prompt", &format!("run the tool{ENTER}")).await;
-    b.until("the permission dock", "document.querySelector('#dock:not([hidden]) .dock-title')?.innerText.includes('bash')").await;
-    b.until("the command in the dock", "document.querySelector('#dock .dock-detail')?.innerText.includes('tool-output-42')").await;
+    b.until(
+        "the permission dock",
+        "document.querySelector('#dock:not([hidden]) .dock-title')?.innerText.includes('bash')",
+    )
+    .await;
+    b.until(
+        "the command in the dock",
+        "document.querySelector('#dock .dock-detail')?.innerText.includes('tool-output-42')",
+    )
+    .await;
     b.screenshot(&shot("02-permission")).await;
     b.click("#dock button[data-reply=once]").await;
     b.until("the dock to close", "document.querySelector('#dock').hidden").await;
@@ -233,16 +254,24 @@ async fn a_person_works_a_session_in_the_browser() {
 
     // Reject: the tool call ends in an error and the command never ran.
     b.type_into("#prompt", &format!("refuse this{ENTER}")).await;
-    b.until("the second permission", "document.querySelector('#dock .dock-detail')?.innerText.includes('must-not-run')").await;
+    b.until(
+        "the second permission",
+        "document.querySelector('#dock .dock-detail')?.innerText.includes('must-not-run')",
+    )
+    .await;
     b.click("#dock button[data-reply=reject]").await;
     b.until("the rejected tool block", "document.querySelector('.tool[data-tool=bash][data-status=error]')").await;
-    b.until("the turn to end", &format!("!document.body.classList.contains('busy')")).await;
+    b.until("the turn to end", "!document.body.classList.contains('busy')").await;
     let (_, messages) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
     assert!(!messages.to_string().contains("must-not-run\\n"), "the refused command never printed");
 
     // `@` completion from the project's files.
     b.type_into("#prompt", "look at @hello_w").await;
-    b.until("the file popover", "document.querySelector('.popover:not([hidden]) li.on')?.innerText === 'src/hello_world.rs'").await;
+    b.until(
+        "the file popover",
+        "document.querySelector('.popover:not([hidden]) li.on')?.innerText === 'src/hello_world.rs'",
+    )
+    .await;
     b.screenshot(&shot("04-mention")).await;
     b.type_into("#prompt", ENTER).await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
@@ -250,7 +279,8 @@ async fn a_person_works_a_session_in_the_browser() {
     // The review panel shows the working tree's diff (the tool appended to README.md).
     b.click("#toggle-review").await;
     b.until("the README diff", "document.querySelector('#review .file-diff .path')?.innerText === 'README.md'").await;
-    b.until("its added line", "[...document.querySelectorAll('#review .dl.da')].some(l => l.innerText === '+changed')").await;
+    b.until("its added line", "[...document.querySelectorAll('#review .dl.da')].some(l => l.innerText === '+changed')")
+        .await;
     b.screenshot(&shot("05-review")).await;
     b.click("#toggle-review").await;
 
@@ -268,7 +298,11 @@ async fn a_person_works_a_session_in_the_browser() {
 
     // Reload keeps the session and the draft.
     b.refresh().await;
-    b.until("the same session after a reload", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
+    b.until(
+        "the same session after a reload",
+        &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')"),
+    )
+    .await;
     b.until("the conversation after a reload", "document.body.innerText.includes('The command ran')").await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
 
@@ -292,7 +326,11 @@ async fn a_person_works_a_session_in_the_browser() {
     b.switch(&first).await;
     b.type_into("#prompt", &format!("both tabs{ENTER}")).await;
     let (_, m) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
-    eprintln!("(shown on failure) status after the prompt: {}; last messages: {}", status_of(&url, &session).await, m.as_array().unwrap().iter().rev().take(2).map(|x| x.to_string()).collect::<Vec<_>>().join("\n"));
+    eprintln!(
+        "(shown on failure) status after the prompt: {}; last messages: {}",
+        status_of(&url, &session).await,
+        m.as_array().unwrap().iter().rev().take(2).map(|x| x.to_string()).collect::<Vec<_>>().join("\n")
+    );
     b.until("the answer in the first window", "document.body.innerText.includes('Both tabs see this answer')").await;
     b.switch(&second).await;
     b.until("the answer in the second window", "document.body.innerText.includes('Both tabs see this answer')").await;
@@ -304,16 +342,23 @@ async fn a_person_works_a_session_in_the_browser() {
     b.screenshot(&shot("07-dark")).await;
 
     // Rename and delete from the sidebar.
-    b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null")).await;
+    b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null"))
+        .await;
     b.js("document.querySelector('input.rename').value = ''; return null").await;
     b.type_into("input.rename", &format!("Renamed in the browser{ENTER}")).await;
     b.until("the new title", "document.querySelector('#title').innerText === 'Renamed in the browser'").await;
     let (_, info) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
     assert_eq!(info["title"], "Renamed in the browser");
-    let delete = format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button:last-child').click(); return null");
+    let delete = format!(
+        "document.querySelector('li.session[data-id=\"{session}\"] .tools button:last-child').click(); return null"
+    );
     b.js(&delete).await;
     b.js(&delete).await;
-    b.until("the session to leave the sidebar", &format!("!document.querySelector('li.session[data-id=\"{session}\"]')")).await;
+    b.until(
+        "the session to leave the sidebar",
+        &format!("!document.querySelector('li.session[data-id=\"{session}\"]')"),
+    )
+    .await;
     let (status, _) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
     assert_eq!(status, 404);
 
@@ -344,7 +389,8 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     b.click("#new-session").await;
     b.until("a session", "location.hash.startsWith('#/session/ses_')").await;
     b.type_into("#prompt", &format!("hello{ENTER}")).await;
-    b.until("the answer over the password", "document.querySelector('.msg.assistant strong')?.innerText === 'mock'").await;
+    b.until("the answer over the password", "document.querySelector('.msg.assistant strong')?.innerText === 'mock'")
+        .await;
 
     // The server goes away: the banner shows, the draft stays; it comes back: the stream resumes.
     b.type_into("#prompt", "a draft written while the server is down").await;
@@ -353,7 +399,10 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     b.screenshot(&shot("08-offline")).await;
     let server = serve(&project, options()).await;
     b.until("the banner to go", "document.querySelector('#conn').hidden").await;
-    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "a draft written while the server is down");
+    assert_eq!(
+        b.js("return document.querySelector('#prompt').value").await,
+        "a draft written while the server is down"
+    );
     b.js("document.querySelector('#prompt').value = ''; return null").await;
     b.type_into("#prompt", &format!("both tabs{ENTER}")).await;
     b.until("an answer after the restart", "document.body.innerText.includes('Both tabs see this answer')").await;
@@ -375,7 +424,12 @@ async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
     let id = session["id"].as_str().unwrap().to_owned();
     // The echo driver answers each prompt: 1,000 turns are 2,000 messages.
     for n in 0..1000 {
-        let (status, _) = t.post(&format!("/session/{id}/message"), json!({"parts": [{"type": "text", "text": format!("prompt number {n}")}]})).await;
+        let (status, _) = t
+            .post(
+                &format!("/session/{id}/message"),
+                json!({"parts": [{"type": "text", "text": format!("prompt number {n}")}]}),
+            )
+            .await;
         assert_eq!(status, 200);
     }
     let b = chromium.browser(1280, 860).await;
@@ -383,7 +437,8 @@ async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
     b.until("the last prompt", "document.body.innerText.includes('prompt number 999')").await;
     let shown = b.js("return document.querySelectorAll('.msg').length").await;
     assert!(shown.as_u64().unwrap() <= 80, "{shown} messages in the DOM");
-    b.until("the count of earlier messages", "document.querySelector('.earlier').innerText.startsWith('1920 earlier')").await;
+    b.until("the count of earlier messages", "document.querySelector('.earlier').innerText.startsWith('1920 earlier')")
+        .await;
     // Scrolling up slides the window back, still bounded, and keeps sliding to the first prompt.
     for _ in 0..60 {
         let first = b.js("const t = document.querySelector('#timeline'); t.scrollTop = 0; t.dispatchEvent(new Event('scroll')); return document.body.innerText.includes('prompt number 0\\n')").await;
@@ -391,7 +446,11 @@ async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
             break;
         }
     }
-    b.until("the first prompt", "[...document.querySelectorAll('.msg.user')].some(m => m.innerText.trim() === 'prompt number 0')").await;
+    b.until(
+        "the first prompt",
+        "[...document.querySelectorAll('.msg.user')].some(m => m.innerText.trim() === 'prompt number 0')",
+    )
+    .await;
     let shown = b.js("return document.querySelectorAll('.msg').length").await;
     assert!(shown.as_u64().unwrap() <= 80, "{shown} messages in the DOM at the top");
     b.screenshot(&shot("10-long-session-top")).await;
