@@ -141,6 +141,21 @@ fn answer(request: &RecordedRequest) -> MockResponse {
             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Working on a long answer"}}]});
         return MockResponse::sse([chunk.to_string()]).then_stall();
     }
+    if prompt.contains("ask me") {
+        return if after_tool {
+            text("Blue it is.")
+        } else {
+            tool_call(
+                "call_ask",
+                "question",
+                json!({"questions": [{"question": "Which colour?", "header": "Colour",
+                "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]}),
+            )
+        };
+    }
+    if prompt.contains("Greet Ada warmly") {
+        return text("Hello Ada, from a command.");
+    }
     if prompt.contains("both tabs") {
         return text("Both tabs see this answer.");
     }
@@ -169,7 +184,8 @@ async fn project() -> Project {
             "models": {"m": {"name": "Mock model", "tool_call": true}}}},
         "model": "mock/m",
         "agent": {"title": {"disable": true}},
-        "permission": {"bash": "ask"}
+        "permission": {"bash": "ask"},
+        "command": {"greet": {"template": "Greet $ARGUMENTS warmly", "description": "Greets someone"}}
     });
     std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
     for args in
@@ -262,8 +278,6 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#dock button[data-reply=reject]").await;
     b.until("the rejected tool block", "document.querySelector('.tool[data-tool=bash][data-status=error]')").await;
     b.until("the turn to end", "!document.body.classList.contains('busy')").await;
-    let (_, messages) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
-    assert!(!messages.to_string().contains("must-not-run\\n"), "the refused command never printed");
 
     // `@` completion from the project's files.
     b.type_into("#prompt", "look at @hello_w").await;
@@ -275,6 +289,30 @@ async fn a_person_works_a_session_in_the_browser() {
     b.screenshot(&shot("04-mention")).await;
     b.type_into("#prompt", ENTER).await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
+
+    // A `/` command from the popover: the server expands its template and the answer streams in.
+    b.js("document.querySelector('#prompt').value = ''; return null").await;
+    b.type_into("#prompt", "/gre").await;
+    b.until(
+        "the command popover",
+        "document.querySelector('.popover:not([hidden]) li.on')?.innerText.startsWith('/greet')",
+    )
+    .await;
+    b.type_into("#prompt", ENTER).await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "/greet ");
+    b.type_into("#prompt", &format!("Ada{ENTER}")).await;
+    b.until("the command's answer", "document.body.innerText.includes('Hello Ada, from a command.')").await;
+
+    // The question tool: the dock offers the options; the answer goes back to the model.
+    b.until("the command's turn to end", "!document.body.classList.contains('busy')").await;
+    b.type_into("#prompt", &format!("ask me{ENTER}")).await;
+    b.until("the question", "document.querySelector('#dock .question')?.innerText.includes('Which colour?')").await;
+    b.click("#dock button.option[data-label=Blue]").await;
+    b.screenshot(&shot("05-question")).await;
+    b.click("#dock button[data-reply=answer]").await;
+    b.until("the answer to the question", "document.body.innerText.includes('Blue it is.')").await;
+    let (_, m) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}/message"))).await;
+    assert!(m.to_string().contains("Blue"), "the model got the chosen option");
 
     // The review panel shows the working tree's diff (the tool appended to README.md).
     b.click("#toggle-review").await;
@@ -297,6 +335,7 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the revert bar to go", "document.querySelector('#revert').hidden").await;
 
     // Reload keeps the session and the draft.
+    b.type_into("#prompt", "a draft to keep").await;
     b.refresh().await;
     b.until(
         "the same session after a reload",
@@ -304,7 +343,7 @@ async fn a_person_works_a_session_in_the_browser() {
     )
     .await;
     b.until("the conversation after a reload", "document.body.innerText.includes('The command ran')").await;
-    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "a draft to keep");
 
     // Interrupt: Esc stops a turn that is still streaming.
     b.js("document.querySelector('#prompt').value = ''; return null").await;
@@ -340,6 +379,19 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#toggle-theme").await;
     b.until("the dark theme", "document.documentElement.dataset.theme === 'dark'").await;
     b.screenshot(&shot("07-dark")).await;
+
+    // Fork from the sidebar: a new session with the same conversation opens.
+    b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button[aria-label=Fork]').click(); return null")).await;
+    let fork = b
+        .until(
+            "the fork to open",
+            &format!("location.hash.match(/ses_\\w+/)?.[0] !== '{session}' && location.hash.match(/ses_\\w+/)?.[0]"),
+        )
+        .await;
+    b.until("the fork's copy of the conversation", "document.body.innerText.includes('The command ran')").await;
+    b.goto(&format!("{url}/#/session/{session}")).await;
+    b.until("the original again", &format!("document.querySelector('li.session.active[data-id=\"{session}\"]')")).await;
+    assert_ne!(fork, session.as_str());
 
     // Rename and delete from the sidebar.
     b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null"))

@@ -23,6 +23,11 @@ const sidebar = createSidebar($('sidebar'), {
     sidebar.draw();
     drawHeader();
   }),
+  fork: (id) => attempt(async () => {
+    const info = await post(`/session/${id}/fork`, {});
+    state.sessions.set(info.id, info);
+    go(info.id);
+  }),
   remove: (id) => attempt(async () => {
     await del(`/session/${id}`);
     state.sessions.delete(id);
@@ -31,11 +36,21 @@ const sidebar = createSidebar($('sidebar'), {
   }),
 });
 const timeline = createTimeline($('timeline'), { revert: (id) => revert(id) });
-const composer = createComposer($('composer'), { send, interrupt, error: toast });
+const composer = createComposer($('composer'), { send, command, interrupt, error: toast });
 const dock = createDock($('dock'), {
   reply: (id, reply, message) => attempt(async () => {
     await post(`/permission/${id}/reply`, message && reply === 'reject' ? { reply, message } : { reply });
     state.permissions.delete(id);
+    dock.draw();
+  }),
+  answer: (id, answers) => attempt(async () => {
+    await post(`/question/${id}/reply`, { answers });
+    state.questions.delete(id);
+    dock.draw();
+  }),
+  dismiss: (id) => attempt(async () => {
+    await post(`/question/${id}/reject`);
+    state.questions.delete(id);
     dock.draw();
   }),
   diff: diffView,
@@ -108,22 +123,38 @@ function route() {
   open(m ? m[1] : null);
 }
 
+/** The open session, created first when there is none. */
+async function ensureSession() {
+  if (state.current) return state.current;
+  const info = await post('/session', {});
+  state.sessions.set(info.id, info);
+  history.replaceState(null, '', `#/session/${info.id}`);
+  await open(info.id);
+  return info.id;
+}
+
 async function send(text, agent, model) {
   return attempt(async () => {
-    let id = state.current;
-    if (!id) {
-      const info = await post('/session', {});
-      state.sessions.set(info.id, info);
-      id = info.id;
-      history.replaceState(null, '', `#/session/${id}`);
-      await open(id);
-    }
+    const id = await ensureSession();
     const body = { parts: [{ type: 'text', text }] };
     if (agent) body.agent = agent;
     if (model) body.model = model;
     await post(`/session/${id}/prompt_async`, body);
     composer.remember();
     timeline.scrollToEnd();
+  });
+}
+
+/** A `/command`: the server expands it and prompts; the reply streams in like any other. */
+async function command(name, args, agent, model) {
+  return attempt(async () => {
+    const id = await ensureSession();
+    const body = { command: name, arguments: args || '' };
+    if (agent) body.agent = agent;
+    if (model) body.model = `${model.providerID}/${model.modelID}`;
+    // The route answers when the turn ends; its events show the progress meanwhile.
+    post(`/session/${id}/command`, body).catch(toast);
+    composer.remember();
   });
 }
 
@@ -197,9 +228,10 @@ function drawAll() {
 
 async function sync() {
   await attempt(async () => {
-    const [path, sessions, status, permissions] = await Promise.all([
-      get('/path'), get('/session'), get('/session/status'), get('/permission'),
+    const [path, sessions, status, permissions, questions] = await Promise.all([
+      get('/path'), get('/session'), get('/session/status'), get('/permission'), get('/question'),
     ]);
+    state.questions = new Map((questions || []).map((q) => [q.id, q]));
     state.directory = path.directory || '';
     state.sessions = new Map(sessions.map((s) => [s.id, s]));
     state.status = new Map(Object.entries(status || {}));
@@ -207,8 +239,9 @@ async function sync() {
     drawAll();
   });
   attempt(async () => {
-    const [agents, providers] = await Promise.all([get('/agent'), get('/config/providers')]);
+    const [agents, providers, commands] = await Promise.all([get('/agent'), get('/config/providers'), get('/command')]);
     state.agents = agents || [];
+    state.commands = (commands || []).sort((a, b) => a.name.localeCompare(b.name));
     state.models = [];
     for (const p of providers.providers || []) {
       for (const m of Object.values(p.models || {})) state.models.push({ providerID: p.id, modelID: m.id, name: m.name });

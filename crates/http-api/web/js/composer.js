@@ -7,7 +7,7 @@ import { get } from './api.js';
 import { state } from './state.js';
 
 export function createComposer(root, actions) {
-  const input = h('textarea#prompt', { rows: 1, placeholder: 'Ask anything… (@ for files)', spellcheck: false, 'aria-label': 'Prompt' });
+  const input = h('textarea#prompt', { rows: 1, placeholder: 'Ask anything… (@ for files, / for commands)', spellcheck: false, 'aria-label': 'Prompt' });
   const popover = h('ul.popover', { hidden: true, role: 'listbox' });
   const agent = h('select#agent', { title: 'Agent', 'aria-label': 'Agent' });
   const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });
@@ -68,7 +68,11 @@ export function createComposer(root, actions) {
   async function submit() {
     const text = input.value.trim();
     if (!text) return;
-    const ok = await actions.send(text, pickedAgent(), pickedModel());
+    const command = text.match(/^\/(\S+)\s*([\s\S]*)$/);
+    const known = command && state.commands.some((c) => c.name === command[1]);
+    const ok = known
+      ? await actions.command(command[1], command[2], pickedAgent(), pickedModel())
+      : await actions.send(text, pickedAgent(), pickedModel());
     if (ok) {
       input.value = '';
       sessionStorage.removeItem(key());
@@ -79,6 +83,17 @@ export function createComposer(root, actions) {
   async function complete() {
     const caret = input.selectionStart;
     const before = input.value.slice(0, caret);
+    const slash = before.match(/^\/(\S*)$/);
+    if (slash) {
+      const q = slash[1].toLowerCase();
+      mention = { start: 0, end: caret, slash: true };
+      items = state.commands.filter((c) => c.name.toLowerCase().includes(q)).slice(0, 12)
+        .map((c) => ({ value: c.name, label: '/' + c.name, note: c.description || '' }));
+      selected = 0;
+      if (!items.length) return close();
+      popover.hidden = false;
+      return paint();
+    }
     const m = before.match(/(^|\s)@([^\s@]*)$/);
     if (!m) return close();
     mention = { start: caret - m[2].length - 1, end: caret, query: m[2] };
@@ -91,7 +106,7 @@ export function createComposer(root, actions) {
       return close();
     }
     if (mine !== seq) return;
-    items = (found || []).slice(0, 10);
+    items = (found || []).slice(0, 10).map((path) => ({ value: path, label: path }));
     selected = 0;
     if (!items.length) return close();
     popover.hidden = false;
@@ -99,21 +114,23 @@ export function createComposer(root, actions) {
   }
 
   function paint() {
-    replace(popover, items.map((path, i) => {
-      const li = h('li', { role: 'option', class: i === selected ? 'on' : '', 'aria-selected': i === selected }, path);
+    replace(popover, items.map((item, i) => {
+      const li = h('li', { role: 'option', class: i === selected ? 'on' : '', 'aria-selected': i === selected },
+        h('span', null, item.label), item.note ? h('span.note', null, item.note) : null);
       li.addEventListener('mousedown', (e) => {
         e.preventDefault();
-        choose(path);
+        choose(item);
       });
       return li;
     }));
   }
 
-  function choose(path) {
-    if (!mention || !path) return close();
+  function choose(item) {
+    if (!mention || !item) return close();
     const v = input.value;
-    input.value = v.slice(0, mention.start) + '@' + path + ' ' + v.slice(mention.end);
-    const at = mention.start + path.length + 2;
+    const inserted = (mention.slash ? '/' : '@') + item.value + ' ';
+    input.value = v.slice(0, mention.start) + inserted + v.slice(mention.end);
+    const at = mention.start + inserted.length;
     input.setSelectionRange(at, at);
     sessionStorage.setItem(key(), input.value);
     close();
@@ -121,6 +138,7 @@ export function createComposer(root, actions) {
   }
 
   function close() {
+    seq++; // answers to earlier lookups are late now
     popover.hidden = true;
     mention = null;
     items = [];

@@ -150,6 +150,7 @@ export function todoList(todos) {
 export function usage(info) {
   if (!info.tokens) return null;
   const k = info.tokens;
+  if (!k.input && !k.output && !info.cost) return null;
   const bits = [`${fmtNumber(k.input)} in`, `${fmtNumber(k.output)} out`];
   if (k.reasoning) bits.push(`${fmtNumber(k.reasoning)} reasoning`);
   if (k.cache && k.cache.read) bits.push(`${fmtNumber(k.cache.read)} cached`);

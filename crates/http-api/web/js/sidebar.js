@@ -34,6 +34,11 @@ export function createSidebar(root, actions) {
       return h('li.session.editing', { dataset: { id: s.id } }, field);
     }
     const rename = h('button.icon', { type: 'button', title: 'Rename', 'aria-label': 'Rename' }, '✎');
+    const fork = h('button.icon', { type: 'button', title: 'Fork: a copy of this session', 'aria-label': 'Fork' }, '⑂');
+    fork.addEventListener('click', (e) => {
+      e.stopPropagation();
+      actions.fork(s.id);
+    });
     const remove = confirming === s.id
       ? h('button.icon.confirm', { type: 'button', title: 'Click again to delete' }, 'delete?')
       : h('button.icon', { type: 'button', title: 'Delete', 'aria-label': 'Delete' }, '🗑');
@@ -57,7 +62,7 @@ export function createSidebar(root, actions) {
       h('span.busy', { hidden: !isBusy(s.id), title: 'working' }),
       h('span.title', { title }, title),
       h('span.when', null, fmtTime(s.time && (s.time.updated || s.time.created))),
-      h('span.tools', null, rename, remove));
+      h('span.tools', null, rename, fork, remove));
     li.addEventListener('click', () => actions.open(s.id));
     return li;
   }

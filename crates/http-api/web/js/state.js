@@ -8,6 +8,8 @@ export const state = {
   threads: new Map(), // sessionID -> Thread
   status: new Map(), // sessionID -> {type: 'idle'|'busy'|'retry', ...}
   permissions: new Map(), // requestID -> permission request
+  questions: new Map(), // requestID -> question request
+  commands: [], // {name, description, ...} from GET /command
   todos: new Map(), // sessionID -> todo items
   agents: [],
   models: [], // {providerID, modelID, name}
@@ -129,6 +131,13 @@ export function reduce(event) {
       return { permissions: true };
     case 'permission.replied':
       state.permissions.delete(p.requestID || p.permissionID || p.id);
+      return { permissions: true };
+    case 'question.asked':
+      state.questions.set(p.id, p);
+      return { permissions: true };
+    case 'question.replied':
+    case 'question.rejected':
+      state.questions.delete(p.requestID || p.id);
       return { permissions: true };
     case 'todo.updated':
       state.todos.set(p.sessionID, p.todos || []);

@@ -26,6 +26,13 @@ export function createTimeline(root, actions) {
   const dirty = new Set();
   let frame = 0;
   let sliding = false;
+  let drawnTotal = 0; // how many messages there were at the last draw
+  let autoTop = -1; // where the timeline scrolled itself to last (its own scroll events change nothing)
+
+  const toEnd = () => {
+    root.scrollTop = root.scrollHeight;
+    autoTop = root.scrollTop;
+  };
 
   const ids = () => {
     const t = state.threads.get(sessionID);
@@ -53,6 +60,7 @@ export function createTimeline(root, actions) {
     }
     end = Math.min(end, all.length);
     start = Math.max(0, Math.min(start, end - 1));
+    drawnTotal = all.length;
     const shown = all.slice(start, end);
     const keep = new Set(shown);
     for (const id of dirty) if (keep.has(id)) node(id);
@@ -76,7 +84,7 @@ export function createTimeline(root, actions) {
       if (!empty.parentNode) root.append(empty);
     } else if (empty.parentNode) empty.remove();
     working.hidden = !isBusy(sessionID) || end < all.length;
-    if (stuck) root.scrollTop = root.scrollHeight;
+    if (stuck) toEnd();
   }
 
   function schedule() {
@@ -94,8 +102,11 @@ export function createTimeline(root, actions) {
     sliding = false;
   }
 
+  // A dock or panel that opens below shrinks the timeline: keep following the end.
+  new ResizeObserver(() => { if (stuck) toEnd(); }).observe(root);
+
   root.addEventListener('scroll', () => {
-    if (sliding) return;
+    if (sliding || Math.abs(root.scrollTop - autoTop) < 2) return;
     const all = ids().length;
     const fromBottom = root.scrollHeight - root.scrollTop - root.clientHeight;
     if (root.scrollTop < EDGE && start > 0) {
@@ -105,7 +116,9 @@ export function createTimeline(root, actions) {
       const e = Math.min(all, end + STEP);
       slide(Math.max(0, e - WINDOW), e, false);
     }
-    stuck = end >= all && root.scrollHeight - root.scrollTop - root.clientHeight < 40;
+    // Following the end: at the bottom of a window that held every message when it was drawn
+    // (messages that arrived since are drawn by the next frame).
+    stuck = end >= drawnTotal && root.scrollHeight - root.scrollTop - root.clientHeight < 40;
   }, { passive: true });
 
   function messageEl(id) {
