@@ -29,7 +29,8 @@ fn browser_url(url: &str) -> String {
     url.replace("://0.0.0.0:", "://127.0.0.1:").replace("://[::]:", "://[::1]:")
 }
 
-/// Starts the system's browser on `url` in the background; whether one was started.
+/// Starts a browser on `url` in the background: `$BROWSER` (a `:`-separated list, as `xdg-open`
+/// reads it), else the platform's opener (on Linux only with a display). Whether one was started.
 fn open_browser(url: &str) -> bool {
     let mut candidates: Vec<Vec<String>> = Vec::new();
     if let Ok(browser) = std::env::var("BROWSER") {
@@ -39,12 +40,7 @@ fn open_browser(url: &str) -> bool {
         candidates.push(vec!["open".into()]);
     } else if cfg!(windows) {
         candidates.push(vec!["cmd".into(), "/C".into(), "start".into(), String::new()]);
-    } else {
-        let graphical =
-            ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
-        if !graphical {
-            return false;
-        }
+    } else if ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty())) {
         candidates.extend([vec!["xdg-open".into()], vec!["gio".into(), "open".into()]]);
     }
     candidates.into_iter().any(|argv| {
@@ -56,6 +52,8 @@ fn open_browser(url: &str) -> bool {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
+            // Reaped in the background (an opener exits at once; a browser may run on).
+            .map(|mut child| std::thread::spawn(move || child.wait()))
             .is_ok()
     })
 }
