@@ -145,6 +145,13 @@ impl Browser {
         self.post("/execute/sync", json!({ "script": script, "args": [] })).await
     }
 
+    /// Runs an asynchronous script body: its last argument (`arguments[arguments.length - 1]`) is
+    /// the callback that returns the result.
+    pub async fn js_async(&self, script: &str) -> Value {
+        let _timeouts = self.post("/timeouts", json!({ "script": 120_000 })).await;
+        self.post("/execute/async", json!({ "script": script, "args": [] })).await
+    }
+
     /// Polls the JS expression `script` until it is truthy (20 s at most) and returns its value.
     ///
     /// # Panics
