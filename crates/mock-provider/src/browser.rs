@@ -21,6 +21,7 @@ pub mod keys {
     pub const ENTER: &str = "\u{E007}";
     pub const ESCAPE: &str = "\u{E00C}";
     pub const SHIFT: &str = "\u{E008}";
+    pub const ALT: &str = "\u{E00A}";
     /// Releases held modifier keys.
     pub const RELEASE: &str = "\u{E000}";
 }

@@ -18,6 +18,7 @@ use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::MockResponse;
 use opencode_mock_provider::RecordedRequest;
 use opencode_mock_provider::browser::Chromium;
+use opencode_mock_provider::browser::keys::ALT;
 use opencode_mock_provider::browser::keys::ENTER;
 use opencode_mock_provider::browser::keys::ESCAPE;
 use opencode_mock_provider::browser::keys::RELEASE;
@@ -159,7 +160,17 @@ fn answer(request: &RecordedRequest) -> MockResponse {
     if prompt.contains("both tabs") {
         return text("Both tabs see this answer.");
     }
-    text("Hello from the **mock** provider:\n\n```rust\nfn main() { println!(\"hi\"); }\n```")
+    // The greeting thinks first (a reasoning part), then answers in markdown, in small pieces.
+    let delta = |delta: Value| json!({"id": "c", "choices": [{"index": 0, "delta": delta}]}).to_string();
+    MockResponse::sse([
+        delta(json!({"role": "assistant", "reasoning_content": "The user wants a greeting."})),
+        delta(json!({"content": "Hello from the **mock** provider:\n\n"})),
+        delta(json!({"content": "```rust\nfn main() { println!(\"hi\"); }\n```"})),
+        json!({"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+        json!({"id": "c", "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+            .to_string(),
+        "[DONE]".to_owned(),
+    ])
 }
 
 struct Project {
@@ -243,6 +254,17 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the answer's code block", "document.querySelector('.msg.assistant .code code .tk')?.innerText === 'fn'")
         .await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "", "the sent prompt left the box");
+    b.until(
+        "the reasoning, collapsed",
+        "document.querySelector('.msg.assistant details.reasoning:not([open])')?.innerText.includes('Thinking')",
+    )
+    .await;
+    b.click(".msg.assistant details.reasoning summary").await;
+    b.until(
+        "the reasoning, opened",
+        "document.querySelector('details.reasoning[open]')?.innerText.includes('The user wants a greeting.')",
+    )
+    .await;
 
     // A tool turn: the permission dock, allow once, then the bash block with command and output.
     b.type_into("#prompt", &format!("run the tool{ENTER}")).await;
@@ -333,6 +355,13 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#unrevert").await;
     b.until("the turn to come back", "document.body.innerText.includes('The command ran')").await;
     b.until("the revert bar to go", "document.querySelector('#revert').hidden").await;
+
+    // Keyboard: Alt+D opens and closes the Changes panel, even from the prompt.
+    b.type_into("#prompt", &format!("{ALT}d{RELEASE}")).await;
+    b.until("the panel by keyboard", "!document.querySelector('#review').hidden").await;
+    b.type_into("#prompt", &format!("{ALT}d{RELEASE}")).await;
+    b.until("the panel closed by keyboard", "document.querySelector('#review').hidden").await;
+    assert_eq!(b.js("return document.querySelector('#prompt').value").await, "", "Alt+D typed nothing");
 
     // Reload keeps the session and the draft.
     b.type_into("#prompt", "a draft to keep").await;
