@@ -157,6 +157,9 @@ fn answer(request: &RecordedRequest) -> MockResponse {
     if prompt.contains("Greet Ada warmly") {
         return text("Hello Ada, from a command.");
     }
+    if body.to_string().contains("data:image/png;base64,") && prompt.contains("this picture") {
+        return text("I see a tiny picture.");
+    }
     if prompt.contains("both tabs") {
         return text("Both tabs see this answer.");
     }
@@ -192,7 +195,8 @@ async fn project() -> Project {
     let config = json!({
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
             "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-            "models": {"m": {"name": "Mock model", "tool_call": true}}}},
+            "models": {"m": {"name": "Mock model", "tool_call": true, "attachment": true,
+                "modalities": {"input": ["text", "image"], "output": ["text"]}}}}},
         "model": "mock/m",
         "agent": {"title": {"disable": true}},
         "permission": {"bash": "ask"},
@@ -355,6 +359,17 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#unrevert").await;
     b.until("the turn to come back", "document.body.innerText.includes('The command ran')").await;
     b.until("the revert bar to go", "document.querySelector('#revert').hidden").await;
+
+    // An image attached with the file button goes to the model as an image.
+    let png = project.dir.join("dot.png");
+    let dot = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    std::fs::write(&png, base64::engine::general_purpose::STANDARD.decode(dot).unwrap()).unwrap();
+    b.type_into("#attach-input", &png.to_string_lossy()).await;
+    b.until("the attachment chip", "document.querySelector('.attachments .chip')?.innerText.includes('dot.png')").await;
+    b.type_into("#prompt", &format!("what is in this picture?{ENTER}")).await;
+    b.until("the image in the user's message", "document.querySelector('.msg.user img.attached')").await;
+    b.until("the answer about the image", "document.body.innerText.includes('I see a tiny picture.')").await;
+    assert!(b.js("return document.querySelector('.attachments').hidden").await == true, "the chips cleared");
 
     // Keyboard: Alt+D opens and closes the Changes panel, even from the prompt.
     b.type_into("#prompt", &format!("{ALT}d{RELEASE}")).await;

@@ -133,10 +133,11 @@ async function ensureSession() {
   return info.id;
 }
 
-async function send(text, agent, model) {
+async function send(text, agent, model, files = []) {
   return attempt(async () => {
     const id = await ensureSession();
-    const body = { parts: [{ type: 'text', text }] };
+    const body = { parts: text ? [{ type: 'text', text }] : [] };
+    for (const f of files) body.parts.push({ type: 'file', mime: f.mime, filename: f.filename, url: f.url });
     if (agent) body.agent = agent;
     if (model) body.model = model;
     await post(`/session/${id}/prompt_async`, body);

@@ -1,5 +1,6 @@
 // The prompt box: Enter sends, Shift+Enter adds a line, Esc interrupts, `@` completes file paths
-// (GET /find/file), and the agent and model pickers. The draft is kept per session in sessionStorage,
+// (GET /find/file), `/` lists commands, images attach (paste, drop, or the button; sent as file
+// parts with data: URLs), and the agent and model pickers. The draft is kept per session in sessionStorage,
 // so a reload or a server restart never loses it.
 
 import { h, replace } from './dom.js';
@@ -12,9 +13,58 @@ export function createComposer(root, actions) {
   const agent = h('select#agent', { title: 'Agent', 'aria-label': 'Agent' });
   const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });
   const send = h('button#send.primary', { type: 'button', title: 'Send (Enter)' }, 'Send');
+  const picker = h('input#attach-input', { type: 'file', accept: 'image/*', multiple: true, hidden: true });
+  const attach = h('button#attach.ghost', { type: 'button', title: 'Attach images' }, '📎');
+  const chips = h('div.attachments', { hidden: true });
+  let attachments = []; // {mime, filename, url}
   const stop = h('button#stop.danger', { type: 'button', title: 'Interrupt (Esc)', hidden: true }, 'Stop');
-  root.append(popover, h('div.composer-box', null, input,
-    h('div.composer-bar', null, agent, model, h('span.grow'), stop, send)));
+  root.append(popover, h('div.composer-box', null, chips, input,
+    h('div.composer-bar', null, attach, picker, agent, model, h('span.grow'), stop, send)));
+
+  const MAX_IMAGE = 5 * 1024 * 1024;
+  function addFiles(files) {
+    for (const file of files) {
+      if (!file.type.startsWith('image/')) continue;
+      if (file.size > MAX_IMAGE) {
+        actions.error(new Error(`${file.name} is larger than 5 MB`));
+        continue;
+      }
+      const reader = new FileReader();
+      reader.onload = () => {
+        attachments.push({ mime: file.type, filename: file.name || 'image', url: reader.result });
+        drawChips();
+      };
+      reader.readAsDataURL(file);
+    }
+  }
+  function drawChips() {
+    chips.hidden = !attachments.length;
+    replace(chips, attachments.map((a, i) => {
+      const remove = h('button.icon', { type: 'button', title: 'Remove' }, '✕');
+      remove.addEventListener('click', () => {
+        attachments.splice(i, 1);
+        drawChips();
+      });
+      return h('span.chip', null, h('img', { src: a.url, alt: '' }), h('span', null, a.filename), remove);
+    }));
+  }
+  attach.addEventListener('click', () => picker.click());
+  picker.addEventListener('change', () => {
+    addFiles(picker.files);
+    picker.value = '';
+  });
+  input.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData ? e.clipboardData.files : [])];
+    if (files.length) {
+      e.preventDefault();
+      addFiles(files);
+    }
+  });
+  root.addEventListener('dragover', (e) => e.preventDefault());
+  root.addEventListener('drop', (e) => {
+    e.preventDefault();
+    addFiles(e.dataTransfer ? e.dataTransfer.files : []);
+  });
 
   let sessionID = null;
   let items = [];
@@ -67,13 +117,15 @@ export function createComposer(root, actions) {
 
   async function submit() {
     const text = input.value.trim();
-    if (!text) return;
+    if (!text && !attachments.length) return;
     const command = text.match(/^\/(\S+)\s*([\s\S]*)$/);
     const known = command && state.commands.some((c) => c.name === command[1]);
     const ok = known
       ? await actions.command(command[1], command[2], pickedAgent(), pickedModel())
-      : await actions.send(text, pickedAgent(), pickedModel());
+      : await actions.send(text, pickedAgent(), pickedModel(), attachments);
     if (ok) {
+      attachments = [];
+      drawChips();
       input.value = '';
       sessionStorage.removeItem(key());
       grow();

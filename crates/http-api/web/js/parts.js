@@ -14,6 +14,9 @@ export function renderPart(part, ctx) {
     case 'tool':
       return renderTool(part, ctx);
     case 'file':
+      if ((part.mime || '').startsWith('image/') && /^data:image\//.test(part.url || '')) {
+        return h('div.part.file', null, h('img.attached', { src: part.url, alt: part.filename || 'image' }));
+      }
       return h('div.part.file', null, '📎 ', part.filename || part.url);
     case 'step-finish':
     case 'step-start':
