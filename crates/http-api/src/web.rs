@@ -57,6 +57,7 @@ const ASSETS: &[Asset] = &[
     asset!("/assets/js/composer.js", JS, "js/composer.js"),
     asset!("/assets/js/dock.js", JS, "js/dock.js"),
     asset!("/assets/js/dom.js", JS, "js/dom.js"),
+    asset!("/assets/js/files.js", JS, "js/files.js"),
     asset!("/assets/js/markdown.js", JS, "js/markdown.js"),
     asset!("/assets/js/parts.js", JS, "js/parts.js"),
     asset!("/assets/js/review.js", JS, "js/review.js"),

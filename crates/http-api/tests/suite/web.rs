@@ -348,6 +348,14 @@ async fn a_person_works_a_session_in_the_browser() {
     b.screenshot(&shot("05-review")).await;
     b.click("#toggle-review").await;
 
+    // The Files panel: the tree, a folder opened, a file viewed with highlighting.
+    b.click("#toggle-files").await;
+    b.click("#files li[data-path=src] > .tree-row").await;
+    b.click("#files li[data-path='src/hello_world.rs'] > .tree-row").await;
+    b.until("the file's content", "document.querySelector('#files .viewer .code .tk')?.innerText === 'fn'").await;
+    b.screenshot(&shot("06-files")).await;
+    b.click("#toggle-files").await;
+
     // Revert from the tool turn's prompt: it and what followed leave the timeline (staged on the
     // server); Restore brings them back.
     b.js("[...document.querySelectorAll('.msg.user')].find(m => m.innerText.includes('run the tool')).querySelector('.revert').click(); return null").await;
@@ -355,7 +363,7 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the reverted turn to leave", "!document.body.innerText.includes('The command ran')").await;
     let (_, info) = super::send(reqwest::Client::new().get(format!("{url}/session/{session}"))).await;
     assert!(info["revert"]["messageID"].is_string(), "the server staged the revert: {info}");
-    b.screenshot(&shot("06-reverted")).await;
+    b.screenshot(&shot("07-reverted")).await;
     b.click("#unrevert").await;
     b.until("the turn to come back", "document.body.innerText.includes('The command ran')").await;
     b.until("the revert bar to go", "document.querySelector('#revert').hidden").await;
@@ -422,7 +430,7 @@ async fn a_person_works_a_session_in_the_browser() {
     b.click("#toggle-theme").await;
     b.click("#toggle-theme").await;
     b.until("the dark theme", "document.documentElement.dataset.theme === 'dark'").await;
-    b.screenshot(&shot("07-dark")).await;
+    b.screenshot(&shot("08-dark")).await;
 
     // Fork from the sidebar: a new session with the same conversation opens.
     b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button[aria-label=Fork]').click(); return null")).await;
@@ -492,7 +500,7 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     b.type_into("#prompt", "a draft written while the server is down").await;
     server.shutdown().await.unwrap();
     b.until("the connection banner", "!document.querySelector('#conn').hidden").await;
-    b.screenshot(&shot("08-offline")).await;
+    b.screenshot(&shot("09-offline")).await;
     let server = serve(&project, options()).await;
     b.until("the banner to go", "document.querySelector('#conn').hidden").await;
     assert_eq!(
@@ -506,7 +514,7 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
     // A 4xx shows the server's own message.
     b.js("location.hash = '#/session/ses_doesnotexist'; return null").await;
     b.until("the server's 404 message", "document.querySelector('#toasts .toast')?.innerText.includes('404')").await;
-    b.screenshot(&shot("09-error")).await;
+    b.screenshot(&shot("10-error")).await;
 
     b.quit().await;
     server.shutdown().await.unwrap();
@@ -549,6 +557,6 @@ async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
     .await;
     let shown = b.js("return document.querySelectorAll('.msg').length").await;
     assert!(shown.as_u64().unwrap() <= 80, "{shown} messages in the DOM at the top");
-    b.screenshot(&shot("10-long-session-top")).await;
+    b.screenshot(&shot("11-long-session-top")).await;
     b.quit().await;
 }

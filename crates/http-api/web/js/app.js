@@ -9,6 +9,7 @@ import { createTimeline } from './timeline.js';
 import { createComposer } from './composer.js';
 import { createDock } from './dock.js';
 import { createReview } from './review.js';
+import { createFiles } from './files.js';
 import { diffView } from './markdown.js';
 import { todoList, errorText } from './parts.js';
 
@@ -56,6 +57,7 @@ const dock = createDock($('dock'), {
   diff: diffView,
 });
 const review = createReview($('review'), { toggle: (on) => toggleReview(on) });
+const files = createFiles($('files'), { toggle: (on) => toggleFiles(on), error: toast });
 
 // ---- errors and notices
 
@@ -271,7 +273,10 @@ follow((event) => {
   if (event.type === 'session.deleted' && ch.session === current) go(null);
   if (ch.status === current) timeline.changed(null, true);
   if (ch.error && ch.error === current && ch.detail && ch.detail.name !== 'MessageAbortedError') toast(errorText(ch.detail));
-  if (event.type === 'session.idle' && !$('review').hidden) review.load();
+  if (event.type === 'session.idle') {
+    if (!$('review').hidden) review.load();
+    files.stale();
+  }
   if (ch.sessions || ch.permissions || ch.todos || ch.status || ch.message) drawAll();
 }, (s) => {
   connected = s === 'live';
@@ -295,13 +300,25 @@ function cycleTheme() {
 applyTheme(localStorage.getItem('theme'));
 $('toggle-theme').addEventListener('click', cycleTheme);
 
-function toggleReview(on) {
-  const panel = $('review');
+// One side panel at a time: Changes or Files.
+function togglePanel(id, on) {
+  const panel = $(id);
   panel.hidden = on === undefined ? !panel.hidden : !on;
-  $('toggle-review').classList.toggle('on', !panel.hidden);
-  if (!panel.hidden) review.load();
+  for (const other of ['review', 'files']) {
+    if (other !== id && !panel.hidden) $(other).hidden = true;
+    $('toggle-' + other).classList.toggle('on', !$(other).hidden);
+  }
+}
+function toggleReview(on) {
+  togglePanel('review', on);
+  review.load();
+}
+function toggleFiles(on) {
+  togglePanel('files', on);
+  files.load();
 }
 $('toggle-review').addEventListener('click', () => toggleReview());
+$('toggle-files').addEventListener('click', () => toggleFiles());
 const help = (on) => { $('help').hidden = !on; };
 $('show-help').addEventListener('click', () => help(true));
 $('close-help').addEventListener('click', () => help(false));
@@ -319,6 +336,7 @@ document.addEventListener('keydown', (e) => {
     const k = e.key.toLowerCase();
     if (k === 'n' || e.code === 'KeyN') { e.preventDefault(); newSession(); return; }
     if (k === 'd' || e.code === 'KeyD') { e.preventDefault(); toggleReview(); return; }
+    if (k === 'e' || e.code === 'KeyE') { e.preventDefault(); toggleFiles(); return; }
     if (k === 't' || e.code === 'KeyT') { e.preventDefault(); cycleTheme(); return; }
     if (e.key === 'ArrowUp') { e.preventDefault(); step(-1); return; }
     if (e.key === 'ArrowDown') { e.preventDefault(); step(1); return; }

@@ -14,7 +14,7 @@ export function createComposer(root, actions) {
   const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });
   const send = h('button#send.primary', { type: 'button', title: 'Send (Enter)' }, 'Send');
   const picker = h('input#attach-input', { type: 'file', accept: 'image/*', multiple: true, hidden: true });
-  const attach = h('button#attach.ghost', { type: 'button', title: 'Attach images' }, '📎');
+  const attach = h('button#attach.ghost', { type: 'button', title: 'Attach images (or paste, or drop them here)' }, '+ Image');
   const chips = h('div.attachments', { hidden: true });
   let attachments = []; // {mime, filename, url}
   const stop = h('button#stop.danger', { type: 'button', title: 'Interrupt (Esc)', hidden: true }, 'Stop');

@@ -17,7 +17,7 @@ export function renderPart(part, ctx) {
       if ((part.mime || '').startsWith('image/') && /^data:image\//.test(part.url || '')) {
         return h('div.part.file', null, h('img.attached', { src: part.url, alt: part.filename || 'image' }));
       }
-      return h('div.part.file', null, '📎 ', part.filename || part.url);
+      return h('div.part.file', null, 'file: ', part.filename || part.url);
     case 'step-finish':
     case 'step-start':
     case 'snapshot':

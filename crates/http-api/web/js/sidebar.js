@@ -33,15 +33,15 @@ export function createSidebar(root, actions) {
       queueMicrotask(() => { field.focus(); field.select(); });
       return h('li.session.editing', { dataset: { id: s.id } }, field);
     }
-    const rename = h('button.icon', { type: 'button', title: 'Rename', 'aria-label': 'Rename' }, '✎');
-    const fork = h('button.icon', { type: 'button', title: 'Fork: a copy of this session', 'aria-label': 'Fork' }, '⑂');
+    const rename = h('button.icon', { type: 'button', title: 'Rename', 'aria-label': 'Rename' }, 'rename');
+    const fork = h('button.icon', { type: 'button', title: 'Fork: a copy of this session', 'aria-label': 'Fork' }, 'fork');
     fork.addEventListener('click', (e) => {
       e.stopPropagation();
       actions.fork(s.id);
     });
     const remove = confirming === s.id
       ? h('button.icon.confirm', { type: 'button', title: 'Click again to delete' }, 'delete?')
-      : h('button.icon', { type: 'button', title: 'Delete', 'aria-label': 'Delete' }, '🗑');
+      : h('button.icon', { type: 'button', title: 'Delete', 'aria-label': 'Delete' }, 'delete');
     rename.addEventListener('click', (e) => {
       e.stopPropagation();
       editing = s.id;
