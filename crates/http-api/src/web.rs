@@ -2,8 +2,8 @@
 //! `include_bytes!` (no build step, no Node), served by the router's fallback.
 //!
 //! - `GET /` and every GET path that is not the API's (its first segment names no route of the
-//!   table) answer `index.html`, so the UI's own paths survive a reload; unknown API paths stay JSON
-//!   404s.
+//!   table, nor one of OpenCode's) answer `index.html`, so the UI's own paths survive a reload;
+//!   unknown API paths stay JSON 404s.
 //! - Every UI response carries a Content-Security-Policy that allows only this origin's scripts,
 //!   styles and connections (no inline script, no eval, no framing).
 //! - Answers are gzip-compressed when the client accepts it (compressed once, on first use).
@@ -89,13 +89,18 @@ fn first_segment(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")
 }
 
-/// First path segments of the API's routes (`session`, `event`, `find`, ...), plus `assets` so a
-/// missing file under it is a 404 rather than the page.
+/// First path segments of OpenCode 1.18's API that this server does not serve (TUI control, sync):
+/// a client calling them gets the JSON 404 it can handle, never the page.
+const OPENCODE_ONLY_PREFIXES: [&str; 2] = ["tui", "sync"];
+
+/// First path segments of the API's routes (`session`, `event`, `find`, ...), OpenCode's others, and
+/// `assets` (a missing file under it is a 404 rather than the page).
 fn api_prefixes() -> &'static BTreeSet<&'static str> {
     static PREFIXES: OnceLock<BTreeSet<&'static str>> = OnceLock::new();
     PREFIXES.get_or_init(|| {
         let mut prefixes: BTreeSet<&'static str> =
             crate::routes::operations().iter().map(|op| first_segment(op.path)).collect();
+        prefixes.extend(OPENCODE_ONLY_PREFIXES);
         prefixes.insert("assets");
         prefixes.remove("");
         prefixes
@@ -186,6 +191,7 @@ mod tests {
     fn ui_paths_and_api_paths_are_told_apart() {
         assert!(api_prefixes().contains("session"));
         assert!(api_prefixes().contains("event"));
+        assert!(api_prefixes().contains("tui"), "OpenCode's TUI control routes stay JSON 404s");
         assert!(!api_prefixes().contains("settings"));
         assert_eq!(first_segment("/session/ses_1/message"), "session");
         assert_eq!(first_segment("/"), "");
