@@ -513,7 +513,12 @@ async fn the_ui_survives_a_server_restart_and_shows_the_servers_refusals() {
 
     // A 4xx shows the server's own message.
     b.js("location.hash = '#/session/ses_doesnotexist'; return null").await;
-    b.until("the server's 404 message", "document.querySelector('#toasts .toast')?.innerText.includes('404')").await;
+    b.until(
+        "the server's 404 message",
+        "document.querySelector('#toasts .toast')?.innerText.includes('404: session ses_doesnotexist not found')",
+    )
+    .await;
+    b.until("no session left open", "location.hash === '#/'").await;
     b.screenshot(&shot("10-error")).await;
 
     b.quit().await;

@@ -106,7 +106,7 @@ async function open(id) {
   thread(id);
   timeline.show(id);
   drawAll();
-  await attempt(async () => {
+  try {
     const [info, messages, todos] = await Promise.all([
       get(`/session/${id}`), get(`/session/${id}/message`), get(`/session/${id}/todo`).catch(() => []),
     ]);
@@ -116,7 +116,11 @@ async function open(id) {
     state.todos.set(id, todos || []);
     timeline.show(id);
     drawAll();
-  });
+  } catch (err) {
+    toast(err);
+    // A session that is gone (deleted elsewhere, a stale link) is not left open.
+    if (err.status === 404 && state.current === id) go(null);
+  }
   composer.focus();
 }
 
