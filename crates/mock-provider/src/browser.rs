@@ -5,10 +5,14 @@
 //! developer machine without them skips those tests; under `CI` it panics instead (`.ci/run`
 //! installs both).
 
+use std::io::Read;
+use std::io::Write;
 use std::path::Path;
 use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -31,12 +35,15 @@ const DRIVERS: [&str; 2] = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedr
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// `chromedriver` on a free loopback port; it starts a fresh Chromium (own temporary profile) for
-/// every [`Chromium::browser`]. Killed on drop.
+/// every [`Chromium::browser`]. On drop (a test that panicked included) the browsers still open are
+/// closed, then chromedriver is killed, so no browser outlives its test.
 pub struct Chromium {
     child: Child,
     binary: &'static str,
+    port: u16,
     base: String,
     http: reqwest::Client,
+    open: Arc<Mutex<Vec<String>>>,
 }
 
 impl Chromium {
@@ -65,7 +72,14 @@ impl Chromium {
             Ok(child) => child,
             Err(err) => return crate::peer::skip(&format!("cannot start {driver}: {err}")),
         };
-        Some(Self { child, binary, base: format!("http://127.0.0.1:{port}"), http: reqwest::Client::new() })
+        Some(Self {
+            child,
+            binary,
+            port,
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+            open: Arc::default(),
+        })
     }
 
     /// A new headless Chromium window of `width` x `height`.
@@ -94,12 +108,32 @@ impl Chromium {
         }}});
         let created = send(&self.http, reqwest::Method::POST, &format!("{}/session", self.base), Some(caps)).await;
         let id = created["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {created}"));
-        Browser { http: self.http.clone(), base: format!("{}/session/{id}", self.base) }
+        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(id.to_owned());
+        Browser {
+            http: self.http.clone(),
+            base: format!("{}/session/{id}", self.base),
+            id: id.to_owned(),
+            open: Arc::clone(&self.open),
+        }
     }
 }
 
 impl Drop for Chromium {
     fn drop(&mut self) {
+        let open = std::mem::take(&mut *self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for id in open {
+            // A blocking `DELETE /session/{id}` (drop may run outside the async runtime).
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
+                let _timeout = stream.set_read_timeout(Some(Duration::from_secs(10)));
+                let request = format!(
+                    "DELETE /session/{id} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+                    self.port
+                );
+                if stream.write_all(request.as_bytes()).is_ok() {
+                    let _answer = stream.read_to_end(&mut Vec::new());
+                }
+            }
+        }
         let _gone = self.child.kill();
         let _reaped = self.child.wait();
     }
@@ -121,6 +155,8 @@ async fn send(http: &reqwest::Client, method: reqwest::Method, url: &str, body: 
 pub struct Browser {
     http: reqwest::Client,
     base: String,
+    id: String,
+    open: Arc<Mutex<Vec<String>>>,
 }
 
 impl Browser {
@@ -225,5 +261,6 @@ impl Browser {
     /// Closes the browser.
     pub async fn quit(self) {
         self.call(reqwest::Method::DELETE, "", None).await;
+        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|id| *id != self.id);
     }
 }
