@@ -565,3 +565,45 @@ async fn a_session_of_two_thousand_messages_keeps_a_bounded_window() {
     b.screenshot(&shot("11-long-session-top")).await;
     b.quit().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sidebar_switches_between_projects() {
+    let Some(chromium) = Chromium::start() else { return };
+    let t = super::start().await;
+    let other = t.git_project("other");
+    // A project the server has seen (resolving a directory registers its project).
+    let (status, _) = t.get(&format!("/path?{}", super::directory_query(&other))).await;
+    assert_eq!(status, 200);
+    let (_, here) = t.post("/session", json!({"title": "Here"})).await;
+    let b = chromium.browser(1280, 860).await;
+    b.goto(&t.url).await;
+    b.until(
+        "the session of the server's directory",
+        "document.querySelector('li.session .title')?.innerText === 'Here'",
+    )
+    .await;
+    b.until("the project picker", "document.querySelectorAll('#project option').length === 2").await;
+    let pick = format!(
+        "const s = document.querySelector('#project'); s.value = {:?}; s.dispatchEvent(new Event('change')); return null",
+        other.to_string_lossy()
+    );
+    b.js(&pick).await;
+    b.until(
+        "the other project's empty list",
+        "document.querySelector('#sessions .none')?.innerText === 'No sessions yet.'",
+    )
+    .await;
+    b.click("#new-session").await;
+    let id = b.until("a session in the other project", "location.hash.match(/ses_\\w+/)?.[0]").await;
+    let (_, made) = t.get(&format!("/session/{}", id.as_str().unwrap())).await;
+    assert_eq!(made["directory"], other.to_string_lossy().as_ref(), "{made}");
+    assert_ne!(made["id"], here["id"]);
+    // A reload stays in the chosen project.
+    b.refresh().await;
+    b.until(
+        "the chosen project after a reload",
+        &format!("document.querySelector('#project')?.value === {:?}", other.to_string_lossy()),
+    )
+    .await;
+    b.quit().await;
+}

@@ -8,8 +8,21 @@ export class ApiError extends Error {
   }
 }
 
+// The project directory every call addresses (`?directory=`); empty: the server's own.
+let directory = '';
+
+export function setDirectory(dir) {
+  directory = dir || '';
+}
+
+function scoped(path) {
+  if (!directory) return path;
+  return path + (path.includes('?') ? '&' : '?') + 'directory=' + encodeURIComponent(directory);
+}
+
 /** JSON request; a non-2xx answer throws ApiError with the server's own message. */
-export async function api(method, path, body) {
+export async function api(method, path, body, unscoped = false) {
+  if (!unscoped) path = scoped(path);
   const init = { method, headers: {} };
   if (body !== undefined) {
     init.headers['content-type'] = 'application/json';
@@ -35,6 +48,8 @@ export async function api(method, path, body) {
 }
 
 export const get = (path) => api('GET', path);
+/** A GET about the server itself, whichever project is shown. */
+export const getServer = (path) => api('GET', path, undefined, true);
 export const post = (path, body = {}) => api('POST', path, body);
 export const patch = (path, body) => api('PATCH', path, body);
 export const del = (path) => api('DELETE', path);
@@ -42,14 +57,15 @@ export const del = (path) => api('DELETE', path);
 /**
  * Follows /event: calls onEvent for every event, onState('live'|'down') on changes. After a drop it
  * reconnects with back-off, and `server.connected` of the new stream is the caller's cue to
- * resynchronise (events in between are not replayed).
+ * resynchronise (events in between are not replayed). `restart()` reopens it at once (another
+ * project's events).
  */
 export function follow(onEvent, onState) {
   let source = null;
   let delay = 250;
   let timer = null;
   const open = () => {
-    source = new EventSource('/event');
+    source = new EventSource(scoped('/event'));
     source.onmessage = (message) => {
       let event;
       try { event = JSON.parse(message.data); } catch { return; }
@@ -68,5 +84,11 @@ export function follow(onEvent, onState) {
     };
   };
   open();
-  return () => { clearTimeout(timer); if (source) source.close(); };
+  return {
+    restart() {
+      clearTimeout(timer);
+      if (source) source.close();
+      open();
+    },
+  };
 }

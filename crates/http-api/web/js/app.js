@@ -2,7 +2,7 @@
 // `#/session/<id>` (so the server's paths stay the API's); theme, shortcuts, toasts, reconnection.
 
 import { h, replace, fmtNumber, fmtCost } from './dom.js';
-import { get, post, patch, del, follow } from './api.js';
+import { get, getServer, post, patch, del, follow, setDirectory } from './api.js';
 import { state, reduce, load, thread, isBusy, totals } from './state.js';
 import { createSidebar } from './sidebar.js';
 import { createTimeline } from './timeline.js';
@@ -16,6 +16,7 @@ import { todoList, errorText } from './parts.js';
 const $ = (id) => document.getElementById(id);
 
 const sidebar = createSidebar($('sidebar'), {
+  project: (dir) => switchProject(dir),
   create: () => newSession(),
   open: (id) => go(id),
   rename: (id, title) => attempt(async () => {
@@ -235,9 +236,12 @@ function drawAll() {
 
 async function sync() {
   await attempt(async () => {
-    const [path, sessions, status, permissions, questions] = await Promise.all([
+    const [path, sessions, status, permissions, questions, projects, server] = await Promise.all([
       get('/path'), get('/session'), get('/session/status'), get('/permission'), get('/question'),
+      get('/project').catch(() => []), getServer('/path'),
     ]);
+    state.projects = projects || [];
+    state.serverDirectory = server.directory || '';
     state.questions = new Map((questions || []).map((q) => [q.id, q]));
     state.directory = path.directory || '';
     state.sessions = new Map(sessions.map((s) => [s.id, s]));
@@ -260,9 +264,22 @@ async function sync() {
   });
 }
 
+/** Shows another project: its sessions, agents, commands and events. */
+async function switchProject(dir) {
+  sessionStorage.setItem('directory', dir);
+  setDirectory(dir);
+  state.sessions.clear();
+  state.threads.clear();
+  state.current = null;
+  stream.restart();
+  await sync();
+  go(null);
+}
+setDirectory(sessionStorage.getItem('directory'));
+
 let connected = false;
 let everConnected = false;
-follow((event) => {
+const stream = follow((event) => {
   if (event.type === 'server.connected') {
     if (everConnected) {
       sync().then(() => state.current && open(state.current));

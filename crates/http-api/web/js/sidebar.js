@@ -1,5 +1,5 @@
-// Sessions of the project: search, new, rename (inline), delete (asks once more), and child
-// sessions under their parent.
+// The project (a picker when the server knows several) and its sessions: search, new, rename
+// (inline), fork, delete (asks once more), and child sessions under their parent.
 
 import { h, replace, fmtTime } from './dom.js';
 import { state, isBusy } from './state.js';
@@ -85,7 +85,17 @@ export function createSidebar(root, actions) {
     if (q) all.filter((s) => (s.title || '').toLowerCase().includes(q)).forEach((s) => rows.push(item(s, 0)));
     else all.filter((s) => !s.parentID || !state.sessions.has(s.parentID)).forEach((s) => walk(s, 0));
     replace(list, rows.length ? rows : h('li.none', null, q ? 'No session matches.' : 'No sessions yet.'));
-    replace(project, h('span', { title: state.directory }, state.directory.split('/').filter(Boolean).pop() || state.directory));
+    const name = (dir) => dir.split('/').filter(Boolean).pop() || dir;
+    const dirs = state.projects.map((p) => p.worktree).filter((w) => w && w !== '/');
+    for (const d of [state.serverDirectory, state.directory]) if (d && !dirs.includes(d)) dirs.unshift(d);
+    if (dirs.length < 2) {
+      replace(project, h('span', { title: state.directory }, name(state.directory)));
+      return;
+    }
+    const picker = h('select#project', { title: state.directory, 'aria-label': 'Project' },
+      dirs.map((d) => h('option', { value: d, selected: d === state.directory, title: d }, name(d))));
+    picker.addEventListener('change', () => actions.project(picker.value));
+    replace(project, picker);
   }
 
   return { draw, search };

@@ -2,7 +2,9 @@
 // else writes it.
 
 export const state = {
-  directory: '',
+  directory: '', // the instance directory (GET /path)
+  serverDirectory: '', // the server's own directory (GET /path without ?directory=)
+  projects: [], // GET /project
   sessions: new Map(), // id -> session info
   current: null, // the open session's id
   threads: new Map(), // sessionID -> Thread
