@@ -274,6 +274,8 @@ async function switchProject(dir) {
   stream.restart();
   await sync();
   go(null);
+  files.stale();
+  review.load();
 }
 setDirectory(sessionStorage.getItem('directory'));
 
