@@ -83,6 +83,15 @@ export function follow(onEvent, onState) {
       delay = Math.min(delay * 2, 4000);
     };
   };
+  // A page left for another (or kept in the back-forward cache) must not hold its stream open: a
+  // browser allows six connections to one HTTP/1.1 server, and a held one makes later loads wait.
+  window.addEventListener('pagehide', () => {
+    clearTimeout(timer);
+    if (source) source.close();
+  });
+  window.addEventListener('pageshow', (e) => {
+    if (e.persisted) open();
+  });
   open();
   return {
     restart() {
