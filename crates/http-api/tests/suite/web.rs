@@ -403,10 +403,22 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the partial answer", "document.body.innerText.includes('Working on a long answer')").await;
     b.until("the stop button", "!document.querySelector('#stop').hidden").await;
     assert_eq!(status_of(&url, &session).await["type"], "busy");
+    // A prompt sent meanwhile waits, shown as queued, for the runtime to take it.
+    b.type_into("#prompt", &format!("a queued hello{ENTER}")).await;
+    b.until(
+        "the queued prompt",
+        "document.querySelector('#queued:not([hidden]) .queued-item')?.innerText.includes('a queued hello')",
+    )
+    .await;
+    b.screenshot(&shot("08-queued")).await;
     b.type_into("#prompt", ESCAPE).await;
     b.until("the stop button to go", "document.querySelector('#stop').hidden").await;
     b.until("the interrupted mark", "document.body.innerText.includes('Interrupted')").await;
     assert!(status_of(&url, &session).await.is_null(), "the session is idle after Esc");
+    assert!(
+        b.js("return !document.querySelector('#queued').hidden").await == true,
+        "the queued prompt still waits: an interrupt leaves it for the next prompt"
+    );
 
     // Two windows on the same session see the same live stream.
     let first = b.window().await;
@@ -423,6 +435,12 @@ async fn a_person_works_a_session_in_the_browser() {
         m.as_array().unwrap().iter().rev().take(2).map(|x| x.to_string()).collect::<Vec<_>>().join("\n")
     );
     b.until("the answer in the first window", "document.body.innerText.includes('Both tabs see this answer')").await;
+    b.until(
+        "the queued prompt in the timeline",
+        "[...document.querySelectorAll('.msg.user')].some(m => m.innerText.includes('a queued hello'))",
+    )
+    .await;
+    b.until("the queue to empty", "document.querySelector('#queued').hidden").await;
     b.switch(&second).await;
     b.until("the answer in the second window", "document.body.innerText.includes('Both tabs see this answer')").await;
 

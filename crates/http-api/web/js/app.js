@@ -147,7 +147,14 @@ async function send(text, agent, model, files = []) {
     for (const f of files) body.parts.push({ type: 'file', mime: f.mime, filename: f.filename, url: f.url });
     if (agent) body.agent = agent;
     if (model) body.model = model;
+    const running = isBusy(id);
     await post(`/session/${id}/prompt_async`, body);
+    if (running && text) {
+      // The runtime takes it at its next boundary; until then it waits here.
+      if (!state.queued.has(id)) state.queued.set(id, []);
+      state.queued.get(id).push(text);
+      drawAll();
+    }
     composer.remember();
     timeline.scrollToEnd();
   });
@@ -214,6 +221,9 @@ function drawBottom() {
     replace(bar, h('span', null, `${hidden} message(s) reverted; the next prompt discards them.`), restore);
     bar.hidden = false;
   } else bar.hidden = true;
+  const queued = state.queued.get(state.current) || [];
+  $('queued').hidden = !queued.length;
+  replace($('queued'), queued.map((text) => h('div.queued-item', null, h('span.tag', null, 'queued'), h('span', null, text))));
   const todos = state.todos.get(state.current) || [];
   const open = todos.filter((t) => t.status !== 'completed' && t.status !== 'cancelled');
   $('todos').hidden = !open.length;

@@ -13,6 +13,7 @@ export const state = {
   questions: new Map(), // requestID -> question request
   commands: [], // {name, description, ...} from GET /command
   todos: new Map(), // sessionID -> todo items
+  queued: new Map(), // sessionID -> prompts sent while a turn ran, not yet in the timeline
   agents: [],
   models: [], // {providerID, modelID, name}
   defaultModel: null,
@@ -112,6 +113,13 @@ export function reduce(event) {
       if (!part || !state.threads.has(part.sessionID)) return {};
       const m = thread(part.sessionID).message(part.messageID);
       m.parts.set(part.id, part);
+      // A queued prompt reaches the timeline as a user message with its text (after an interrupt
+      // it waits for the next prompt, and is taken with it).
+      const queued = state.queued.get(part.sessionID);
+      if (queued && m.info.role === 'user' && part.type === 'text') {
+        const at = queued.indexOf((part.text || '').trim());
+        if (at >= 0) queued.splice(at, 1);
+      }
       return { message: part.messageID, session: part.sessionID };
     }
     case 'message.part.delta': {
