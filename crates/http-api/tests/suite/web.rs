@@ -450,6 +450,14 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the dark theme", "document.documentElement.dataset.theme === 'dark'").await;
     b.screenshot(&shot("08-dark")).await;
 
+    // Share: the server's read-only transcript, linked from the header; then withdrawn.
+    b.click("#share-session").await;
+    let link = b.until("the share link", "document.querySelector('#share-link')?.href").await;
+    let transcript = reqwest::get(link.as_str().unwrap()).await.unwrap().text().await.unwrap();
+    assert!(transcript.contains("The command ran"), "{transcript}");
+    b.click("#unshare").await;
+    b.until("the share button again", "document.querySelector('#share-session')").await;
+
     // Fork from the sidebar: a new session with the same conversation opens.
     b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button[aria-label=Fork]').click(); return null")).await;
     let fork = b

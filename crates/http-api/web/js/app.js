@@ -200,8 +200,32 @@ async function unrevert() {
 
 // ---- drawing what is not a view of its own
 
+/** Publishes the session's read-only transcript (the server's /share/{id}), or withdraws it. */
+async function share(on) {
+  const id = state.current;
+  await attempt(async () => {
+    const info = on ? await post(`/session/${id}/share`) : await del(`/session/${id}/share`);
+    state.sessions.set(id, info);
+    drawAll();
+  });
+}
+
+function drawShare(s) {
+  const box = $('share');
+  if (!s) return replace(box);
+  if (s.share && s.share.url) {
+    const stop = h('button#unshare.ghost', { type: 'button', title: 'Withdraw the transcript' }, 'Unshare');
+    stop.addEventListener('click', () => share(false));
+    return replace(box, h('a#share-link', { href: s.share.url, target: '_blank', rel: 'noopener noreferrer' }, 'Shared ↗'), stop);
+  }
+  const start = h('button#share-session.ghost', { type: 'button', title: 'Publish a read-only transcript on this server' }, 'Share');
+  start.addEventListener('click', () => share(true));
+  replace(box, start);
+}
+
 function drawHeader() {
   const s = state.sessions.get(state.current);
+  drawShare(s);
   $('title').textContent = s ? s.title || 'New session' : 'New session';
   const t = totals(state.current);
   $('usage').textContent = s && (t.input || t.output)
