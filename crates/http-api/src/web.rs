@@ -63,6 +63,7 @@ const ASSETS: &[Asset] = &[
     asset!("/assets/js/review.js", JS, "js/review.js"),
     asset!("/assets/js/sidebar.js", JS, "js/sidebar.js"),
     asset!("/assets/js/state.js", JS, "js/state.js"),
+    asset!("/assets/js/terminal.js", JS, "js/terminal.js"),
     asset!("/assets/js/timeline.js", JS, "js/timeline.js"),
 ];
 

@@ -356,6 +356,15 @@ async fn a_person_works_a_session_in_the_browser() {
     b.screenshot(&shot("06-files")).await;
     b.click("#toggle-files").await;
 
+    // The Terminal panel: a shell on the server over the PTY WebSocket.
+    b.click("#toggle-terminal").await;
+    b.find("#term-input").await;
+    b.until("the shell to connect", "document.querySelector('.term-state')?.innerText === ''").await;
+    b.type_into("#term-input", &format!("echo term-$((40 + 2)){ENTER}")).await;
+    b.until("the shell's answer", "document.querySelector('.term-screen').innerText.includes('term-42')").await;
+    b.screenshot(&shot("07-terminal")).await;
+    b.click("#toggle-terminal").await;
+
     // Revert from the tool turn's prompt: it and what followed leave the timeline (staged on the
     // server); Restore brings them back.
     b.js("[...document.querySelectorAll('.msg.user')].find(m => m.innerText.includes('run the tool')).querySelector('.revert').click(); return null").await;

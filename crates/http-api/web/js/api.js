@@ -15,7 +15,7 @@ export function setDirectory(dir) {
   directory = dir || '';
 }
 
-function scoped(path) {
+export function scoped(path) {
   if (!directory) return path;
   return path + (path.includes('?') ? '&' : '?') + 'directory=' + encodeURIComponent(directory);
 }

@@ -10,6 +10,7 @@ import { createComposer } from './composer.js';
 import { createDock } from './dock.js';
 import { createReview } from './review.js';
 import { createFiles } from './files.js';
+import { createTerminal } from './terminal.js';
 import { diffView } from './markdown.js';
 import { todoList, errorText } from './parts.js';
 
@@ -59,6 +60,7 @@ const dock = createDock($('dock'), {
 });
 const review = createReview($('review'), { toggle: (on) => toggleReview(on) });
 const files = createFiles($('files'), { toggle: (on) => toggleFiles(on), error: toast });
+const terminal = createTerminal($('terminal'), { toggle: (on) => toggleTerminal(on), error: toast });
 
 // ---- errors and notices
 
@@ -310,6 +312,7 @@ async function switchProject(dir) {
   go(null);
   files.stale();
   review.load();
+  terminal.stop().then(() => terminal.show());
 }
 setDirectory(sessionStorage.getItem('directory'));
 
@@ -357,11 +360,11 @@ function cycleTheme() {
 applyTheme(localStorage.getItem('theme'));
 $('toggle-theme').addEventListener('click', cycleTheme);
 
-// One side panel at a time: Changes or Files.
+// One side panel at a time: Changes, Files or Terminal.
 function togglePanel(id, on) {
   const panel = $(id);
   panel.hidden = on === undefined ? !panel.hidden : !on;
-  for (const other of ['review', 'files']) {
+  for (const other of ['review', 'files', 'terminal']) {
     if (other !== id && !panel.hidden) $(other).hidden = true;
     $('toggle-' + other).classList.toggle('on', !$(other).hidden);
   }
@@ -374,7 +377,12 @@ function toggleFiles(on) {
   togglePanel('files', on);
   files.load();
 }
+function toggleTerminal(on) {
+  togglePanel('terminal', on);
+  terminal.show();
+}
 $('toggle-review').addEventListener('click', () => toggleReview());
+$('toggle-terminal').addEventListener('click', () => toggleTerminal());
 $('toggle-files').addEventListener('click', () => toggleFiles());
 const help = (on) => { $('help').hidden = !on; };
 $('show-help').addEventListener('click', () => help(true));
@@ -394,6 +402,7 @@ document.addEventListener('keydown', (e) => {
     if (k === 'n' || e.code === 'KeyN') { e.preventDefault(); newSession(); return; }
     if (k === 'd' || e.code === 'KeyD') { e.preventDefault(); toggleReview(); return; }
     if (k === 'e' || e.code === 'KeyE') { e.preventDefault(); toggleFiles(); return; }
+    if (k === 'j' || e.code === 'KeyJ') { e.preventDefault(); toggleTerminal(); return; }
     if (k === 't' || e.code === 'KeyT') { e.preventDefault(); cycleTheme(); return; }
     if (e.key === 'ArrowUp') { e.preventDefault(); step(-1); return; }
     if (e.key === 'ArrowDown') { e.preventDefault(); step(1); return; }

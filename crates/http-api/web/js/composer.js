@@ -111,7 +111,10 @@ export function createComposer(root, actions) {
       actions.interrupt();
     }
   });
-  input.addEventListener('blur', () => setTimeout(close, 150));
+  // A click anywhere else closes the list (the list's own items choose on mousedown).
+  document.addEventListener('mousedown', (e) => {
+    if (!popover.hidden && !popover.contains(e.target) && e.target !== input) close();
+  });
   send.addEventListener('click', submit);
   stop.addEventListener('click', () => actions.interrupt());
 
@@ -147,7 +150,10 @@ export function createComposer(root, actions) {
       return paint();
     }
     const m = before.match(/(^|\s)@([^\s@]*)$/);
-    if (!m) return close();
+    if (!m) {
+      seq++; // an answer to an earlier lookup is late now
+      return close();
+    }
     mention = { start: caret - m[2].length - 1, end: caret, query: m[2] };
     const mine = ++seq;
     let found;
@@ -178,6 +184,7 @@ export function createComposer(root, actions) {
   }
 
   function choose(item) {
+    seq++; // an answer to a lookup still on its way must not reopen the list
     if (!mention || !item) return close();
     const v = input.value;
     const inserted = (mention.slash ? '/' : '@') + item.value + ' ';
@@ -190,7 +197,6 @@ export function createComposer(root, actions) {
   }
 
   function close() {
-    seq++; // answers to earlier lookups are late now
     popover.hidden = true;
     mention = null;
     items = [];
