@@ -633,6 +633,12 @@ async fn the_sidebar_switches_between_projects() {
     let (_, made) = t.get(&format!("/session/{}", id.as_str().unwrap())).await;
     assert_eq!(made["directory"], other.to_string_lossy().as_ref(), "{made}");
     assert_ne!(made["id"], here["id"]);
+    // The theme follows the system's: dark when the system prefers it (no choice made in the UI).
+    let background = "getComputedStyle(document.body).backgroundColor";
+    assert_eq!(b.js(&format!("return {background}")).await, "rgb(255, 255, 255)");
+    b.cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]})).await;
+    b.until("the dark theme from the system", &format!("{background} === 'rgb(22, 24, 29)'")).await;
+
     // A reload stays in the chosen project.
     b.refresh().await;
     b.until(
