@@ -257,11 +257,15 @@ function drawBottom() {
 }
 
 let frame = 0;
-function drawAll() {
+let sidebarDirty = true;
+/** Redraws, once per frame, what is not a view of its own; the sidebar only when asked. */
+function drawAll(withSidebar = true) {
+  if (withSidebar) sidebarDirty = true;
   if (frame) return;
   frame = requestAnimationFrame(() => {
     frame = 0;
-    sidebar.draw();
+    if (sidebarDirty) sidebar.draw();
+    sidebarDirty = false;
     drawHeader();
     drawBottom();
     dock.draw();
@@ -337,7 +341,9 @@ const stream = follow((event) => {
     if (!$('review').hidden) review.load();
     files.stale();
   }
-  if (ch.sessions || ch.permissions || ch.todos || ch.status || ch.message) drawAll();
+  // Streamed parts redraw the header and bottom; the sidebar only when sessions or statuses change.
+  if (ch.sessions || ch.status) drawAll();
+  else if (ch.permissions || ch.todos || ch.message) drawAll(false);
 }, (s) => {
   connected = s === 'live';
   $('conn').hidden = connected || !everConnected;

@@ -20,7 +20,10 @@ export function createSidebar(root, actions) {
     const title = s.title || 'New session';
     if (editing === s.id) {
       const field = h('input.rename', { value: title, 'aria-label': 'Session title' });
+      let finished = false;
       const done = (save) => {
+        if (finished) return;
+        finished = true;
         editing = null;
         if (save && field.value.trim() && field.value.trim() !== title) actions.rename(s.id, field.value.trim());
         else draw();
@@ -68,6 +71,8 @@ export function createSidebar(root, actions) {
   }
 
   function draw() {
+    // A title being edited is not thrown away by a redraw (events keep coming while one types).
+    if (editing && list.querySelector('input.rename')) return;
     const q = search.value.trim().toLowerCase();
     const all = [...state.sessions.values()].sort((a, b) => ((b.time || {}).updated || 0) - ((a.time || {}).updated || 0));
     const children = new Map();
