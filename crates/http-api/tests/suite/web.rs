@@ -610,13 +610,28 @@ async fn the_sidebar_switches_between_projects() {
     let (status, _) = t.get(&format!("/path?{}", super::directory_query(&other))).await;
     assert_eq!(status, 200);
     let (_, here) = t.post("/session", json!({"title": "Here"})).await;
+    let (_, child) = t.post("/session", json!({"title": "Child", "parentID": here["id"]})).await;
     let b = chromium.browser(1280, 860).await;
     b.goto(&t.url).await;
+    b.js("window.__refused = []; document.addEventListener('securitypolicyviolation', (e) => __refused.push(e.violatedDirective)); return null").await;
     b.until(
         "the session of the server's directory",
         "document.querySelector('li.session .title')?.innerText === 'Here'",
     )
     .await;
+    // A child session sits under its parent, indented (a style the Content-Security-Policy allows).
+    let indent = |id: &Value| {
+        format!(
+            "parseFloat(getComputedStyle(document.querySelector('li.session[data-id=\"{}\"]')).paddingLeft)",
+            id.as_str().unwrap()
+        )
+    };
+    let deeper = b.js(&format!("return {} > {}", indent(&child["id"]), indent(&here["id"]))).await;
+    assert_eq!(deeper, true, "the child is indented under its parent");
+    // Another session opens with a click anywhere on its row (its actions show only once it is open).
+    b.click(&format!("li.session[data-id=\"{}\"]", child["id"].as_str().unwrap())).await;
+    b.until("the child open", "document.querySelector('#title').innerText === 'Child'").await;
+    assert_eq!(b.js("return window.__refused").await, json!([]), "nothing the page does is refused by its policy");
     b.until("the project picker", "document.querySelectorAll('#project option').length === 2").await;
     let pick = format!(
         "const s = document.querySelector('#project'); s.value = {:?}; s.dispatchEvent(new Event('change')); return null",

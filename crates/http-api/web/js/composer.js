@@ -8,7 +8,7 @@ import { get } from './api.js';
 import { state } from './state.js';
 
 export function createComposer(root, actions) {
-  const input = h('textarea#prompt', { rows: 1, placeholder: 'Ask anything… (@ for files, / for commands)', spellcheck: false, 'aria-label': 'Prompt' });
+  const input = h('textarea#prompt', { rows: 1, placeholder: 'Ask anything… (@ for files, / for commands)', spellcheck: 'false', 'aria-label': 'Prompt' });
   const popover = h('ul.popover', { hidden: true, role: 'listbox' });
   const agent = h('select#agent', { title: 'Agent', 'aria-label': 'Agent' });
   const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });

@@ -14,6 +14,8 @@ export function h(spec, attrs, ...children) {
       if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
       else if (key === 'dataset') Object.assign(el.dataset, value);
       else if (key === 'class') el.className += (el.className ? ' ' : '') + value;
+      // Through the CSSOM: the Content-Security-Policy refuses `style` attributes.
+      else if (key === 'style') el.style.cssText = value;
       else if (key in el && typeof value !== 'string') el[key] = value;
       else el.setAttribute(key, value === true ? '' : String(value));
     }

@@ -12,7 +12,7 @@ const MAX_TEXT = 200000;
 
 export function createTerminal(root, actions) {
   const screen = h('pre.term-screen', { tabindex: 0 });
-  const line = h('input#term-input', { placeholder: 'command, then Enter', spellcheck: false, 'aria-label': 'Terminal input' });
+  const line = h('input#term-input', { placeholder: 'command, then Enter', spellcheck: 'false', 'aria-label': 'Terminal input' });
   const interrupt = h('button.ghost', { type: 'button', title: 'Send Ctrl+C' }, '^C');
   const close = h('button.ghost', { type: 'button', title: 'Close (Alt+J)' }, '✕');
   const state = h('span.term-state', null, '');
