@@ -45,6 +45,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-mcp", "mcp"),
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
+    ("opencode-http-api", "web"),
     ("opencode", "run"),
     ("opencode-tui", "frames"),
 ];

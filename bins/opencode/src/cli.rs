@@ -89,6 +89,8 @@ pub enum Command {
     },
     /// Run the OpenCode-compatible HTTP API server, headless.
     Serve(ServeArgs),
+    /// Run the server with its web UI, print the UI's address and open it in a browser.
+    Web(WebArgs),
     /// List models as provider/model.
     Models(ModelsArgs),
     /// Manage provider credentials.
@@ -144,6 +146,15 @@ pub struct ServeArgs {
     /// (repeatable; adds to config `server.allowed_hosts`; `.example.com` allows subdomains).
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WebArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Only print the address; do not try to open a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -40,11 +40,21 @@ use crate::state::ServerContext;
 /// Prints `opencode server listening on <url>` and any warnings; on a signal, active drains stop at a
 /// durable point, then the server stops accepting and returns.
 pub async fn run_server(options: ServerOptions, directory: PathBuf) -> Result<(), ServeError> {
+    run_server_with(options, directory, |url| println!("opencode server listening on {url}")).await
+}
+
+/// [`run_server`], calling `ready` with the server's URL once it listens (instead of printing it):
+/// `opencode web` prints the UI's address and opens a browser there.
+pub async fn run_server_with(
+    options: ServerOptions,
+    directory: PathBuf,
+    ready: impl FnOnce(&str),
+) -> Result<(), ServeError> {
     let server = start_server(options, Env::from_process(), directory).await?;
     for warning in server.warnings() {
         eprintln!("warning: {warning}");
     }
-    println!("opencode server listening on {}", server.url());
+    ready(&server.url());
     let stop = server.stopper();
     tokio::spawn(async move {
         wait_for_signal().await;

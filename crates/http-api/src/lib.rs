@@ -59,6 +59,7 @@ mod runtime_driver;
 mod server;
 mod services;
 mod state;
+pub mod web;
 
 pub use bus::BusEvent;
 pub use bus::EventBus;
@@ -86,6 +87,7 @@ pub use error::ServeError;
 pub use instance::GLOBAL_PROJECT;
 pub use launch::build_runtime;
 pub use launch::run_server;
+pub use launch::run_server_with;
 pub use launch::start_server;
 pub use launch::store_permissions;
 pub use openapi::document as openapi_document;

@@ -181,7 +181,7 @@ fn router(
         router = router.route(op.path, op.handler);
     }
     let router = router
-        .fallback(|| async { ApiError::not_found("no such route").into_response() })
+        .fallback(crate::web::fallback)
         .method_not_allowed_fallback(|| async { ApiError::bad("method not allowed on this route").into_response() })
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::auth))

@@ -80,6 +80,7 @@
 //! [`MockProvider::start`] and shuts down when the [`MockProvider`] is dropped
 //! (stalled or delayed responses are then aborted).
 
+pub mod browser;
 mod cassette;
 mod fixtures;
 pub mod peer;

@@ -167,7 +167,7 @@ fn tool_present(tool: &str) -> bool {
     Command::new(tool).arg("--version").output().is_ok_and(|out| out.status.success())
 }
 
-fn skip<T>(notice: &str) -> Option<T> {
+pub(crate) fn skip<T>(notice: &str) -> Option<T> {
     assert!(std::env::var_os("CI").is_none(), "{notice} (required under CI)");
     eprintln!("notice: {notice}");
     None

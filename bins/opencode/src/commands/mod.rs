@@ -11,6 +11,7 @@ mod run;
 mod serve;
 mod sessions;
 mod tui;
+mod web;
 
 use std::path::Path;
 
@@ -24,7 +25,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         import::hint_once(&context);
         return tui::local(&context, cli.tui);
     };
-    if matches!(command, Command::Run(_) | Command::Session(_) | Command::Export { .. } | Command::Serve(_)) {
+    if matches!(
+        command,
+        Command::Run(_) | Command::Session(_) | Command::Export { .. } | Command::Serve(_) | Command::Web(_)
+    ) {
         import::hint_once(&context);
     }
     match command {
@@ -35,6 +39,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import { from_opencode: true, .. } => import::from_opencode(&context),
         Command::Import { file, .. } => sessions::import(&context, file.as_deref().unwrap_or(Path::new("-"))),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Web(args) => web::run(&context, args),
         Command::Models(args) => models::run(&context, &args),
         Command::Auth(command) => auth::run(&context, command),
         Command::Debug(DebugCommand::Config) => debug::config(&context),

@@ -50,3 +50,55 @@ fn a_taken_port_is_a_one_line_error_with_a_hint() {
     assert!(stderr.contains(&port), "{stderr}");
     assert!(stderr.lines().any(|line| line.starts_with("hint: ") && line.contains("--port")), "{stderr}");
 }
+
+/// `opencode web`: prints the UI's address, serves the page there (with its Content-Security-Policy),
+/// and opens `$BROWSER` on it; without a browser it still runs and says to open the address.
+#[test]
+fn web_prints_the_address_serves_the_ui_and_opens_a_browser() {
+    let home = Home::new();
+    let opened = home.path().join("opened.txt");
+    let browser = home.path().join("browser.sh");
+    std::fs::write(&browser, format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display())).unwrap();
+    std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for with_browser in [true, false] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_opencode"));
+        command
+            .args(["web", "--port", "0"])
+            .env_clear()
+            .env("HOME", home.path().join("home"))
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .current_dir(home.work())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if with_browser {
+            command.env("BROWSER", &browser);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let url = line.split_whitespace().last().unwrap_or_default().to_owned();
+        let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
+        let page = get(&address, "/");
+        let mut next = String::new();
+        if !with_browser {
+            out.read_line(&mut next).unwrap();
+        } else {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !opened.exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(line.starts_with("opencode web UI: http://127.0.0.1:"), "{line}");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(page.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"), "{page}");
+        assert!(page.contains("<script type=\"module\" src=\"/assets/js/app.js\">"), "{page}");
+        if with_browser {
+            assert_eq!(std::fs::read_to_string(&opened).unwrap().trim(), url);
+        } else {
+            assert!(next.contains("open that address in a browser"), "{next}");
+        }
+    }
+}

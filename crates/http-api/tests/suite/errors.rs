@@ -39,7 +39,12 @@ async fn bad_input_is_400_with_a_json_body() {
 #[tokio::test]
 async fn unknown_routes_and_ids_are_404() {
     let t = start().await;
-    let (status, body) = t.get("/no/such/route").await;
+    // Under the API's own prefixes; other GET paths are the web UI's (tests/suite/web.rs).
+    for path in ["/global/no/such/route", "/session/ses_ffffffffffff00000000000000/no/such"] {
+        let (status, body) = t.get(path).await;
+        assert_eq!((status, body["data"]["code"].as_str()), (404, Some("NOT_FOUND")), "{path}");
+    }
+    let (status, body) = t.post("/no/such/route", json!({})).await;
     assert_eq!((status, body["data"]["code"].as_str()), (404, Some("NOT_FOUND")));
     let (status, _) = t.get("/session/ses_ffffffffffff00000000000000/message").await;
     assert_eq!(status, 404);

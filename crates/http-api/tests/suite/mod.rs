@@ -27,6 +27,7 @@ mod sessions;
 mod status;
 mod tools;
 mod vcs;
+mod web;
 
 use std::path::Path;
 use std::path::PathBuf;
