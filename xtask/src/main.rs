@@ -46,6 +46,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-session-runtime", "turn"),
     ("opencode-http-api", "serve"),
     ("opencode", "run"),
+    ("opencode", "serve_memory"),
     ("opencode-tui", "frames"),
 ];
 

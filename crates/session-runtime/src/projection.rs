@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
+use std::time::Instant;
 
 use opencode_llm::Message;
 use opencode_session_store::ContextEpoch;
@@ -34,8 +35,10 @@ use serde_json::Value;
 use crate::compaction::json_len;
 use crate::history;
 
-/// Sessions whose projection is kept at most (least recently used are dropped first).
-const MAX_SESSIONS: usize = 32;
+/// Bytes each cached session counts for besides its entries (maps, ids, bookkeeping).
+const SESSION_OVERHEAD: u64 = 512;
+/// Bytes each history entry counts for besides its JSON sizes (allocations, vectors).
+const ENTRY_OVERHEAD: u64 = 256;
 
 /// The projected history of a provider turn.
 #[derive(Debug, Clone)]
@@ -52,23 +55,79 @@ pub(crate) struct Projected {
     pub(crate) reloaded: bool,
 }
 
-/// Per-session projected history, maintained from the store's events.
-#[derive(Default)]
+/// Per-session projected history, maintained from the store's events, within a byte budget.
 pub(crate) struct HistoryCache {
-    sessions: Mutex<HashMap<String, Arc<Mutex<Cached>>>>,
-    /// Snapshot counter, for least-recently-used eviction.
-    clock: Mutex<u64>,
+    sessions: Mutex<Sessions>,
+    /// Estimated bytes the cached sessions may hold together (see [`crate::MemoryOptions`]).
+    budget: u64,
+}
+
+impl Default for HistoryCache {
+    fn default() -> Self {
+        Self::new(crate::memory::DEFAULT_HISTORY_BUDGET)
+    }
+}
+
+/// The index of cached sessions.
+#[derive(Default)]
+struct Sessions {
+    map: HashMap<String, Entry>,
+    /// Use counter, for least-recently-used eviction.
+    clock: u64,
+    /// Sum of the entries' `bytes`.
+    bytes: u64,
+    /// Sessions evicted so far.
+    evicted: u64,
+}
+
+struct Entry {
+    cached: Arc<Mutex<Cached>>,
+    /// `clock` at the last use.
+    used: u64,
+    /// When it was last used.
+    at: Instant,
+    /// Its estimated size when last used.
+    bytes: u64,
+}
+
+impl Sessions {
+    /// Drops least recently used entries nobody is using until the total is within `budget`.
+    fn evict_to(&mut self, budget: u64) {
+        while self.bytes > budget {
+            // An entry whose `Arc` only the index holds is not being checked or used right now.
+            let oldest = self
+                .map
+                .iter()
+                .filter(|(_, entry)| Arc::strong_count(&entry.cached) == 1)
+                .min_by_key(|(_, entry)| entry.used)
+                .map(|(id, _)| id.clone());
+            let Some(oldest) = oldest else { return };
+            self.remove(&oldest);
+        }
+    }
+
+    fn remove(&mut self, session_id: &str) {
+        if let Some(entry) = self.map.remove(session_id) {
+            self.bytes = self.bytes.saturating_sub(entry.bytes);
+            self.evicted += 1;
+        }
+    }
 }
 
 impl HistoryCache {
+    /// A cache holding at most about `budget` bytes between turns.
+    pub(crate) fn new(budget: u64) -> Self {
+        Self { sessions: Mutex::default(), budget }
+    }
+
     /// Applies committed events (called by the store's event hook, in commit order per session).
     pub(crate) fn apply(&self, events: &[Event]) {
         let mut current: Option<(&str, Arc<Mutex<Cached>>)> = None;
         for event in events {
             if current.as_ref().is_none_or(|(id, _)| *id != event.session_id) {
-                let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-                match sessions.get(&event.session_id) {
-                    Some(cached) => current = Some((event.session_id.as_str(), Arc::clone(cached))),
+                let sessions = self.lock();
+                match sessions.map.get(&event.session_id) {
+                    Some(entry) => current = Some((event.session_id.as_str(), Arc::clone(&entry.cached))),
                     None => {
                         current = None;
                         continue;
@@ -98,6 +157,42 @@ impl HistoryCache {
         Ok((!projected.reloaded).then(|| (history.unwrap_or_default(), projected.messages)))
     }
 
+    /// Drops the sessions last used before `before` (`None`: every one), except `keep` (sessions with
+    /// a drain in progress); how many were dropped.
+    pub(crate) fn evict_idle(&self, before: Option<Instant>, keep: &[String]) -> usize {
+        let mut sessions = self.lock();
+        let idle: Vec<String> = sessions
+            .map
+            .iter()
+            .filter(|(id, entry)| {
+                Arc::strong_count(&entry.cached) == 1
+                    && before.is_none_or(|before| entry.at < before)
+                    && !keep.iter().any(|kept| kept == *id)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &idle {
+            sessions.remove(id);
+        }
+        idle.len()
+    }
+
+    /// Projected histories served so far (from memory or reloaded): a measure of activity.
+    pub(crate) fn uses(&self) -> u64 {
+        self.lock().clock
+    }
+
+    /// What the cache holds now.
+    pub(crate) fn report(&self) -> crate::memory::HistoryReport {
+        let sessions = self.lock();
+        crate::memory::HistoryReport {
+            sessions: sessions.map.len(),
+            bytes: sessions.bytes,
+            budget: self.budget,
+            evicted: sessions.evicted,
+        }
+    }
+
     fn check(
         &self,
         store: &Store,
@@ -105,48 +200,67 @@ impl HistoryCache {
         with_history: bool,
     ) -> opencode_session_store::Result<(Projected, Option<Vec<MessageWithParts>>)> {
         let cached = self.entry(session_id);
-        let mut cached = cached.lock().unwrap_or_else(PoisonError::into_inner);
-        store.read(|r| {
+        let mut guard = cached.lock().unwrap_or_else(PoisonError::into_inner);
+        let checked = store.read(|r| {
             let seq = r.latest_seq(session_id)?;
             let epoch = r.active_epoch(session_id)?;
             let session = r
                 .session(session_id)?
                 .ok_or_else(|| StoreError::NotFound { kind: "session", id: session_id.to_owned() })?;
             let key = epoch.as_ref().map(EpochKey::of);
-            let reloaded = if cached.valid_for(seq, key, session.revert.is_none()) {
-                cached.resolve(r, session_id)?;
+            let reloaded = if guard.valid_for(seq, key, session.revert.is_none()) {
+                guard.resolve(r, session_id)?;
                 false
             } else {
-                *cached = Cached::load(r, session_id, seq, key)?;
+                *guard = Cached::load(r, session_id, seq, key)?;
                 // A staged revert hides history from a message (or part) on: not maintained in memory.
-                cached.stale = session.revert.is_some();
+                guard.stale = session.revert.is_some();
                 true
             };
-            let history = with_history.then(|| cached.history.clone());
-            Ok((cached.projected(epoch, reloaded), history))
-        })
+            let history = with_history.then(|| guard.history.clone());
+            Ok((guard.projected(epoch, reloaded), history))
+        });
+        let bytes = guard.bytes();
+        drop(guard);
+        self.settle(session_id, cached, checked.is_ok().then_some(bytes));
+        checked
     }
 
+    /// The entry of `session_id`, created empty (stale) when absent, marked used.
     fn entry(&self, session_id: &str) -> Arc<Mutex<Cached>> {
-        let tick = {
-            let mut clock = self.clock.lock().unwrap_or_else(PoisonError::into_inner);
-            *clock += 1;
-            *clock
-        };
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        if !sessions.contains_key(session_id) && sessions.len() >= MAX_SESSIONS {
-            let oldest = sessions
-                .iter()
-                .min_by_key(|(_, cached)| cached.lock().unwrap_or_else(PoisonError::into_inner).used)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                sessions.remove(&oldest);
+        let mut sessions = self.lock();
+        sessions.clock += 1;
+        let used = sessions.clock;
+        let entry = sessions.map.entry(session_id.to_owned()).or_insert_with(|| Entry {
+            cached: Arc::new(Mutex::new(Cached::stale())),
+            used,
+            at: Instant::now(),
+            bytes: 0,
+        });
+        entry.used = used;
+        entry.at = Instant::now();
+        Arc::clone(&entry.cached)
+    }
+
+    /// Records the size of `session_id`'s entry after a use (`None`: the check failed and the entry
+    /// goes), then evicts down to the budget, this session included once it is no longer in use.
+    fn settle(&self, session_id: &str, cached: Arc<Mutex<Cached>>, bytes: Option<u64>) {
+        let mut sessions = self.lock();
+        drop(cached);
+        let Some(entry) = sessions.map.get_mut(session_id) else { return };
+        let before = entry.bytes;
+        match bytes {
+            Some(bytes) => {
+                entry.bytes = bytes;
+                sessions.bytes = sessions.bytes.saturating_sub(before) + bytes;
             }
+            None => sessions.remove(session_id),
         }
-        let cached =
-            Arc::clone(sessions.entry(session_id.to_owned()).or_insert_with(|| Arc::new(Mutex::new(Cached::stale()))));
-        cached.lock().unwrap_or_else(PoisonError::into_inner).used = tick;
-        cached
+        sessions.evict_to(self.budget);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -175,6 +289,8 @@ impl EpochKey {
 struct Converted {
     messages: Vec<Message>,
     chars: u64,
+    /// Estimated memory of the entry and its request messages.
+    bytes: u64,
 }
 
 struct Cached {
@@ -188,26 +304,17 @@ struct Cached {
     converted: Vec<Option<Converted>>,
     /// Ids of messages that events named but the cache does not hold (new, or hidden by the projection).
     pending: BTreeSet<String>,
-    used: u64,
 }
 
 impl Cached {
     fn stale() -> Self {
-        Self {
-            seq: 0,
-            key: None,
-            stale: true,
-            history: Vec::new(),
-            converted: Vec::new(),
-            pending: BTreeSet::new(),
-            used: 0,
-        }
+        Self { seq: 0, key: None, stale: true, history: Vec::new(), converted: Vec::new(), pending: BTreeSet::new() }
     }
 
     fn load(r: &Reader<'_>, session_id: &str, seq: i64, key: Option<EpochKey>) -> opencode_session_store::Result<Self> {
         let history = r.full_history(session_id)?;
         let converted = vec![None; history.len()];
-        Ok(Self { seq, key, stale: false, history, converted, pending: BTreeSet::new(), used: 0 })
+        Ok(Self { seq, key, stale: false, history, converted, pending: BTreeSet::new() })
     }
 
     fn valid_for(&self, seq: i64, key: Option<EpochKey>, no_revert: bool) -> bool {
@@ -333,6 +440,18 @@ impl Cached {
         }
     }
 
+    /// Estimated memory held: every entry converted since its last change counts its sizes, the
+    /// others (changed since the last turn) an overhead only until the next turn converts them.
+    fn bytes(&self) -> u64 {
+        let entries: u64 = self
+            .converted
+            .iter()
+            .map(|converted| converted.as_ref().map_or(ENTRY_OVERHEAD, |converted| converted.bytes))
+            .sum();
+        let pending: u64 = self.pending.iter().map(|id| id.len() as u64 + 32).sum();
+        SESSION_OVERHEAD + entries + pending
+    }
+
     fn projected(&mut self, epoch: Option<ContextEpoch>, reloaded: bool) -> Projected {
         let mut messages = Vec::with_capacity(self.history.len() + self.history.len() / 2);
         let mut message_chars = 0;
@@ -343,7 +462,8 @@ impl Cached {
                     let mut out = Vec::new();
                     history::convert_at(&self.history, index, &mut out);
                     let chars = out.iter().map(json_len).sum();
-                    self.converted[index].insert(Converted { messages: out, chars })
+                    let bytes = chars + json_len(&self.history[index]) + ENTRY_OVERHEAD;
+                    self.converted[index].insert(Converted { messages: out, chars, bytes })
                 }
             };
             messages.extend(converted.messages.iter().cloned());

@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::CliError;
 
 pub fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
+    crate::allocator::serve();
     let mut options = ServerOptions::configured(&context.env, context.loaded.config.server.as_ref());
     options.port = args.port.unwrap_or(options.port);
     options.hostname = args.hostname.unwrap_or(options.hostname);
