@@ -139,3 +139,34 @@ pub(crate) fn sweep(inner: &Inner, now: Instant) -> bool {
     let locations = options.location_idle.map_or(0, |idle| inner.retire_idle(now, idle));
     sessions + locations > 0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_overrides_what_it_sets_and_zero_turns_a_time_limit_off() {
+        let config =
+            MemoryConfig { history_cache_mb: Some(1.5), session_idle_seconds: Some(0), location_idle_seconds: None };
+        let options = MemoryOptions::default().with_config(Some(&config));
+        assert_eq!(options.history_budget, 1536 * 1024);
+        assert_eq!(options.session_idle, None);
+        assert_eq!(options.location_idle, Some(DEFAULT_LOCATION_IDLE));
+        assert_eq!(MemoryOptions::default().with_config(None), MemoryOptions::default());
+        let negative = MemoryConfig { history_cache_mb: Some(-3.0), ..MemoryConfig::default() };
+        assert_eq!(MemoryOptions::default().with_config(Some(&negative)).history_budget, 0);
+    }
+
+    #[test]
+    fn the_sweep_runs_often_enough_for_the_shortest_limit() {
+        let options = |session: u64, location: u64| MemoryOptions {
+            history_budget: 0,
+            session_idle: (session > 0).then(|| Duration::from_secs(session)),
+            location_idle: (location > 0).then(|| Duration::from_secs(location)),
+        };
+        assert_eq!(options(1, 900).sweep_period(), Duration::from_millis(250));
+        assert_eq!(options(4, 0).sweep_period(), Duration::from_secs(1));
+        assert_eq!(options(300, 900).sweep_period(), MAX_SWEEP_PERIOD);
+        assert_eq!(options(0, 0).sweep_period(), MAX_SWEEP_PERIOD);
+    }
+}

@@ -482,3 +482,132 @@ fn decode<T: serde::de::DeserializeOwned>(event: &Event, key: &str) -> Option<T>
 fn field<'e>(event: &'e Event, key: &str) -> Option<&'e str> {
     event.data.get(key)?.as_str()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests fail loudly by design")]
+
+    use opencode_session_store::GLOBAL_PROJECT;
+    use opencode_session_store::NewSession;
+    use opencode_session_store::id;
+    use opencode_session_store::id::IdKind;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A store with `sessions` sessions of one user message each, whose text is `size` bytes.
+    fn store_with(sessions: usize, size: usize) -> (tempfile::TempDir, Store, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("db")).unwrap();
+        let ids = (0..sessions)
+            .map(|_| {
+                store
+                    .write(|tx| {
+                        tx.ensure_global_project()?;
+                        let session = tx.create_session(NewSession::new(GLOBAL_PROJECT, "/work"))?;
+                        let message = id::ascending(IdKind::Message);
+                        let info: MessageInfo = serde_json::from_value(json!({
+                            "id": message, "sessionID": session.id, "role": "user", "time": {"created": 1},
+                            "agent": "build", "model": {"providerID": "p", "modelID": "m"}
+                        }))
+                        .unwrap();
+                        tx.append_message(&info)?;
+                        let part: Part = serde_json::from_value(json!({
+                            "id": id::ascending(IdKind::Part), "sessionID": session.id, "messageID": message,
+                            "type": "text", "text": "x".repeat(size)
+                        }))
+                        .unwrap();
+                        tx.upsert_part(&part)?;
+                        Ok(session.id)
+                    })
+                    .unwrap()
+            })
+            .collect();
+        (dir, store, ids)
+    }
+
+    /// Whether `session` is served from memory (checking it marks it used).
+    fn held(cache: &HistoryCache, store: &Store, session: &str) -> bool {
+        cache.held(store, session).unwrap().is_some()
+    }
+
+    #[test]
+    fn the_least_recently_used_session_goes_when_the_budget_is_exceeded() {
+        let (_dir, store, ids) = store_with(3, 10_000);
+        let probe = HistoryCache::new(u64::MAX);
+        probe.projected(&store, &ids[0]).unwrap();
+        let one = probe.report().bytes;
+        assert!(one > 20_000, "a session counts its history and its request messages: {one}");
+
+        // Room for two sessions, not three.
+        let cache = HistoryCache::new(one * 2 + one / 2);
+        for id in &ids {
+            assert!(cache.projected(&store, id).unwrap().reloaded);
+        }
+        let report = cache.report();
+        assert_eq!((report.sessions, report.evicted), (2, 1));
+        assert!(report.bytes <= report.budget, "{report:?}");
+        // The first one went; the two others are served from memory.
+        assert!(held(&cache, &store, &ids[2]));
+        assert!(held(&cache, &store, &ids[1]));
+        assert!(!held(&cache, &store, &ids[0]), "the evicted session is reloaded");
+        // Reloading the first evicted the least recently used of the others: ids[2].
+        assert!(held(&cache, &store, &ids[1]));
+        assert!(!held(&cache, &store, &ids[2]));
+    }
+
+    #[test]
+    fn a_session_in_use_is_not_evicted() {
+        let (_dir, store, ids) = store_with(2, 10_000);
+        let cache = HistoryCache::new(0);
+        // Someone is checking ids[0] right now (holds its entry).
+        let in_use = cache.entry(&ids[0]);
+        cache.projected(&store, &ids[1]).unwrap();
+        assert_eq!(cache.report().sessions, 1, "ids[1] was dropped after use, ids[0] kept while in use");
+        drop(in_use);
+        cache.projected(&store, &ids[1]).unwrap();
+        assert_eq!(cache.report().sessions, 0);
+    }
+
+    #[test]
+    fn a_zero_budget_keeps_nothing_between_turns_and_every_turn_reloads() {
+        let (_dir, store, ids) = store_with(1, 100);
+        let cache = HistoryCache::new(0);
+        let first = cache.projected(&store, &ids[0]).unwrap();
+        let second = cache.projected(&store, &ids[0]).unwrap();
+        assert!(first.reloaded && second.reloaded);
+        assert_eq!(first.messages, second.messages);
+        let report = cache.report();
+        assert_eq!((report.sessions, report.bytes, report.evicted), (0, 0, 2));
+    }
+
+    #[test]
+    fn idle_sessions_go_and_those_with_a_drain_stay() {
+        let (_dir, store, ids) = store_with(3, 100);
+        let before_use = Instant::now();
+        let cache = HistoryCache::new(u64::MAX);
+        for id in &ids {
+            cache.projected(&store, id).unwrap();
+        }
+        let later = Instant::now() + std::time::Duration::from_secs(1);
+        // Nothing was used before `before_use`.
+        assert_eq!(cache.evict_idle(Some(before_use), &[]), 0);
+        assert_eq!(cache.evict_idle(Some(later), std::slice::from_ref(&ids[1])), 2);
+        let report = cache.report();
+        assert_eq!((report.sessions, report.evicted), (1, 2));
+        assert!(held(&cache, &store, &ids[1]));
+        assert_eq!(cache.report().bytes, report.bytes, "the kept session still counts what it holds");
+    }
+
+    #[test]
+    fn the_total_follows_sessions_that_grow_and_leave() {
+        let (_dir, store, ids) = store_with(2, 1_000);
+        let cache = HistoryCache::new(u64::MAX);
+        cache.projected(&store, &ids[0]).unwrap();
+        let one = cache.report().bytes;
+        cache.projected(&store, &ids[1]).unwrap();
+        assert_eq!(cache.report().bytes, one * 2, "two sessions of the same shape");
+        cache.evict_idle(None, std::slice::from_ref(&ids[1]));
+        assert_eq!(cache.report().bytes, one);
+    }
+}
