@@ -19,7 +19,8 @@ use crate::runtime::Inner;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryOptions {
     /// Estimated bytes of projected history kept across all sessions; beyond it the least recently
-    /// used sessions without a provider turn in progress are dropped. 0 keeps none between turns.
+    /// used sessions not being read are dropped (the session of the latest turn stays, even alone
+    /// beyond the budget). 0 keeps none between turns.
     pub history_budget: u64,
     /// A session's projected history is dropped after this long without use (`None`: only the
     /// budget applies).
@@ -30,7 +31,7 @@ pub struct MemoryOptions {
 }
 
 /// The history budget when config sets none.
-pub const DEFAULT_HISTORY_BUDGET: u64 = 16 * 1024 * 1024;
+pub const DEFAULT_HISTORY_BUDGET: u64 = 8 * 1024 * 1024;
 /// How long a session's history stays cached without use when config says nothing.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 /// How long an unused Location stays open when config says nothing.
