@@ -15,7 +15,8 @@
 //!    cached) or 1.6 s (evicted, checked through `/global/health`) after the previous turn.
 //!
 //! `cargo bench -p opencode --bench serve_memory` (or `cargo xtask bench opencode`);
-//! `-- --sessions 300 --parallel 300` and so on change the load. `OPENCODE_BENCH_BIN` names another
+//! `-- --sessions 300 --parallel 300` and so on change the load, `--history-mb N` sets the loaded
+//! server's `memory.history_cache_mb`. `OPENCODE_BENCH_BIN` names another
 //! `opencode` binary to measure (an older build, for before/after figures). Variables starting with
 //! `MALLOC_` and `GLIBC_TUNABLES` are passed on to the server (allocator experiments).
 
@@ -39,11 +40,13 @@ struct Args {
     parallel: usize,
     idle: u64,
     latency_samples: usize,
+    /// `memory.history_cache_mb` of the loaded server (`None`: the default).
+    history_mb: Option<u64>,
 }
 
 impl Args {
     fn parse() -> Self {
-        let mut args = Self { sessions: 3000, turns: 2, parallel: 50, idle: 10, latency_samples: 15 };
+        let mut args = Self { sessions: 3000, turns: 2, parallel: 50, idle: 10, latency_samples: 15, history_mb: None };
         let mut words = std::env::args().skip(1);
         while let Some(word) = words.next() {
             let mut value = || words.next().and_then(|v| v.parse::<u64>().ok());
@@ -53,6 +56,7 @@ impl Args {
                 "--parallel" => args.parallel = value().expect("--parallel N") as usize,
                 "--idle" => args.idle = value().expect("--idle SECONDS"),
                 "--latency-samples" => args.latency_samples = value().expect("--latency-samples N") as usize,
+                "--history-mb" => args.history_mb = Some(value().expect("--history-mb MB")),
                 // `cargo bench` passes `--bench`.
                 _ => {}
             }
@@ -75,7 +79,8 @@ async fn run(args: Args) {
         args.sessions, args.turns, args.parallel
     );
     let root = tempfile::tempdir().unwrap();
-    let server = Server::start(root.path(), mock, json!({})).await;
+    let memory = args.history_mb.map_or_else(|| json!({}), |mb| json!({ "history_cache_mb": mb }));
+    let server = Server::start(root.path(), mock, memory).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     println!("idle after start-up: {}", server.memory());
 

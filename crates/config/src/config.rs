@@ -304,7 +304,7 @@ pub struct CompactionConfig {
 /// long. opencode-rs only; absent keys take the defaults documented in `docs/MEMORY.md`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemoryConfig {
-    /// Budget of the projected-history caches of all sessions, in MB (default 8; 0 keeps none
+    /// Budget of the projected-history caches of all sessions, in MB (default 4; 0 keeps none
     /// between turns). Least recently used idle sessions are dropped first and reloaded from the
     /// store by their next turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]

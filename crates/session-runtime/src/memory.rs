@@ -31,7 +31,7 @@ pub struct MemoryOptions {
 }
 
 /// The history budget when config sets none.
-pub const DEFAULT_HISTORY_BUDGET: u64 = 8 * 1024 * 1024;
+pub const DEFAULT_HISTORY_BUDGET: u64 = 4 * 1024 * 1024;
 /// How long a session's history stays cached without use when config says nothing.
 pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 /// How long an unused Location stays open when config says nothing.
