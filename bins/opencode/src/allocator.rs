@@ -1,9 +1,11 @@
 //! The process's allocator: jemalloc, in place of glibc's malloc for Rust and C code alike (SQLite
 //! included). Measured on `opencode serve` after 3,000 sessions with 50 at once and 10 s idle, glibc
 //! held 60-69 MB in 16 arenas of which 31 MB was in use, and `malloc_trim` gave back only 9 MB
-//! (docs/BENCHMARKS.md): freed memory stayed with the arenas of threads long gone. jemalloc's
-//! background thread returns freed pages to the system within its decay time (10 s) even while the
-//! process is idle, and its statistics are reported by `/global/health`.
+//! (docs/BENCHMARKS.md, "Memory of a long-lived server"): freed memory stayed in the arenas of a burst
+//! of blocking threads long gone. jemalloc is configured at build time (`.cargo/config.toml`:
+//! one arena, no thread caches, a 1 s decay; `MALLOC_CONF` overrides it at run time): with its own
+//! defaults it fragmented worse than glibc on that load. Its background thread returns freed pages
+//! while the process is idle, and its statistics are reported by `/global/health`.
 //!
 //! Shared by the `opencode` and `opencode-server` binaries; only binaries choose the allocator.
 
