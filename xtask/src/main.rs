@@ -47,6 +47,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-http-api", "serve"),
     ("opencode-http-api", "web"),
     ("opencode", "run"),
+    ("opencode", "serve_memory"),
     ("opencode-tui", "frames"),
 ];
 

@@ -4,6 +4,9 @@
 //! providers, agents, permissions) and the offline catalog. Stops cleanly on SIGINT or SIGTERM: active
 //! drains stop at a durable point first.
 
+#[path = "../../opencode/src/allocator.rs"]
+mod allocator;
+
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         println!("{:#}", opencode_http_api::openapi_document());
         return ExitCode::SUCCESS;
     }
+    allocator::serve();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {

@@ -1,5 +1,6 @@
 //! `opencode`: the command-line interface. Parsing is here; each command lives in `commands/`.
 
+mod allocator;
 mod cli;
 mod commands;
 mod context;

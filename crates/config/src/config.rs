@@ -49,6 +49,9 @@ pub struct Config {
     pub tool_output: Option<ToolOutputConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerConfig>,
+    /// How much a long-lived process keeps in memory between turns (opencode-rs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryConfig>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disabled_providers: Vec<String>,
     /// When set, only these providers are enabled.
@@ -105,6 +108,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "compaction",
     "tool_output",
     "server",
+    "memory",
     "disabled_providers",
     "enabled_providers",
     "share",
@@ -294,6 +298,25 @@ pub struct CompactionConfig {
     /// Tokens kept free for the model's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserved: Option<u64>,
+}
+
+/// `memory`: what a long-lived process (`opencode serve`) keeps in memory between turns, and for how
+/// long. opencode-rs only; absent keys take the defaults documented in `docs/MEMORY.md`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryConfig {
+    /// Budget of the projected-history caches of all sessions, in MB (default 4; 0 keeps none
+    /// between turns). Least recently used idle sessions are dropped first and reloaded from the
+    /// store by their next turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_cache_mb: Option<f64>,
+    /// A session's cached history is dropped after this many seconds without a turn (default 300;
+    /// 0: only the budget applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_idle_seconds: Option<u64>,
+    /// A directory's Location (its tools, MCP servers and language servers) that no session used for
+    /// this many seconds is shut down, and started again by its next use (default 900; 0: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location_idle_seconds: Option<u64>,
 }
 
 /// `server`: how `opencode serve` listens.

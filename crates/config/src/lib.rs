@@ -27,8 +27,8 @@ pub use auth::{
 };
 pub use config::{
     Autoupdate, CommandConfig, CompactionConfig, Config, EnterpriseConfig, KNOWN_KEYS, McpConfig, McpOAuth,
-    McpOAuthConfig, McpServerConfig, NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig, ServerConfig,
-    ShareMode, SkillsConfig, WatcherConfig,
+    McpOAuthConfig, McpServerConfig, MemoryConfig, NotifyOnly, PluginSpec, ProviderConfig, ProviderOptionsConfig,
+    ServerConfig, ShareMode, SkillsConfig, WatcherConfig,
 };
 pub use env::Env;
 pub use error::{ConfigError, ConfigWarning};

@@ -85,7 +85,8 @@ struct Inner {
     advanced: Notify,
     bursts: broadcast::Sender<Arc<Burst>>,
     pending: mpsc::UnboundedSender<Pending>,
-    /// Session id -> (directory, project id), learnt from session events and store reads.
+    /// Session id -> (directory, project id), learnt from session events and store reads; a cache
+    /// of at most [`PLACES`] sessions (forgotten ones are read from the store again).
     directories: Mutex<HashMap<String, Place>>,
 }
 
@@ -105,6 +106,11 @@ enum Pending {
     /// Answered with the `seq` of the last event routed before it.
     Barrier(oneshot::Sender<u64>),
 }
+
+/// Sessions whose place the bus remembers at most: a long-lived server serves many more, and each
+/// is one store read away. When full, the cache starts over (a busy session is learnt again by its
+/// next event).
+const PLACES: usize = 1024;
 
 /// Events a slow subscriber may fall behind by before it skips ahead.
 const CAPACITY: usize = 4096;
@@ -231,7 +237,17 @@ impl EventBus {
     /// Remembers a session's directory and project (saves a store read when its events arrive).
     pub fn remember(&self, session_id: &str, directory: &str, project: &str) {
         let place = Place { directory: directory.to_owned(), project: Some(project.to_owned()) };
-        self.inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.to_owned(), place);
+        self.inner.remember(session_id, place);
+    }
+}
+
+impl Inner {
+    fn remember(&self, session_id: &str, place: Place) {
+        let mut directories = self.directories.lock().unwrap_or_else(PoisonError::into_inner);
+        if directories.len() >= PLACES && !directories.contains_key(session_id) {
+            *directories = HashMap::new();
+        }
+        directories.insert(session_id.to_owned(), place);
     }
 }
 
@@ -399,9 +415,7 @@ pub(crate) fn join<'a>(frames: impl Iterator<Item = &'a Bytes>) -> Bytes {
 
 async fn place_of(inner: &Inner, store: &Arc<Store>, properties: &Value) -> Option<Place> {
     let session_id = properties.get("sessionID").and_then(Value::as_str)?.to_owned();
-    let remember = |place: &Place| {
-        inner.directories.lock().unwrap_or_else(PoisonError::into_inner).insert(session_id.clone(), place.clone());
-    };
+    let remember = |place: &Place| inner.remember(&session_id, place.clone());
     if let Some(directory) = properties.pointer("/info/directory").and_then(Value::as_str) {
         let project = properties.pointer("/info/projectID").and_then(Value::as_str).map(str::to_owned);
         let place = Place { directory: directory.to_owned(), project };

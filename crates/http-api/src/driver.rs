@@ -102,6 +102,12 @@ pub trait SessionDriver: Send + Sync + 'static {
         false
     }
 
+    /// What the driver keeps in memory (cache sizes and budgets, open Locations), as JSON for
+    /// `GET /global/health`; `None` when it keeps nothing worth reporting.
+    fn memory(&self) -> Option<Value> {
+        None
+    }
+
     /// Sessions that are not idle, with their status (`GET /session/status`).
     fn statuses(&self) -> BTreeMap<String, SessionStatus> {
         BTreeMap::new()

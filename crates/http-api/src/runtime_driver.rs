@@ -193,6 +193,10 @@ impl SessionDriver for RuntimeDriver {
         })
     }
 
+    fn memory(&self) -> Option<Value> {
+        serde_json::to_value(self.runtime.memory()).ok()
+    }
+
     fn reload(&self, directory: Option<&Path>) {
         let Some(directory) = directory else {
             let reloaded = self.runtime.reload_all();

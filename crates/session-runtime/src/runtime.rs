@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::sync::Weak;
 use std::time::Duration;
+use std::time::Instant;
 
 use opencode_catalog::Catalog;
 use opencode_catalog::LazyCatalog;
@@ -50,6 +51,8 @@ use crate::hooks::Hooks;
 use crate::location::Location;
 use crate::location::LocationFactory;
 use crate::location::StandardLocations;
+use crate::memory::MemoryOptions;
+use crate::memory::MemoryReport;
 use crate::projection::HistoryCache;
 use crate::store::blocking;
 use crate::subtask::SubtaskPrompt;
@@ -68,6 +71,8 @@ pub struct RuntimeOptions {
     pub event_capacity: usize,
     /// Title new sessions with the small model after their first user message (in the background).
     pub titles: bool,
+    /// What is kept in memory between turns, and for how long (config `memory` applies over it).
+    pub memory: MemoryOptions,
 }
 
 impl Default for RuntimeOptions {
@@ -81,6 +86,7 @@ impl Default for RuntimeOptions {
             },
             event_capacity: 4096,
             titles: true,
+            memory: MemoryOptions::default(),
         }
     }
 }
@@ -215,7 +221,8 @@ impl RuntimeBuilder {
 
     /// Builds the runtime and routes the store's committed events onto its bus (the store's event hook
     /// is replaced).
-    pub fn build(self) -> SessionRuntime {
+    pub fn build(mut self) -> SessionRuntime {
+        self.options.memory = self.options.memory.with_config(self.config.memory.as_ref());
         let locations = self
             .locations
             .unwrap_or_else(|| Arc::new(StandardLocations::new(&self.config, self.paths.clone(), self.env.clone())));
@@ -238,8 +245,8 @@ impl RuntimeBuilder {
             hooks: self.hooks,
             bus: EventBus::new(self.options.event_capacity),
             coordinator: Coordinator::default(),
+            history: HistoryCache::new(self.options.memory.history_budget),
             options: self.options,
-            history: HistoryCache::default(),
         });
         let weak = Arc::downgrade(&inner);
         inner.store.set_event_hook(Arc::new(move |events| {
@@ -250,6 +257,7 @@ impl RuntimeBuilder {
                 }
             }
         }));
+        crate::memory::start_sweep(&inner);
         SessionRuntime { inner }
     }
 }
@@ -310,6 +318,17 @@ impl SessionRuntime {
         let inner = Arc::clone(&self.inner);
         let session = session_id.to_owned();
         blocking(move || inner.history.held(&inner.store, &session)).await
+    }
+
+    /// What the runtime holds in memory now: cached projected histories, open Locations, active drains.
+    pub fn memory(&self) -> MemoryReport {
+        self.inner.memory_report()
+    }
+
+    /// Drops the cached projected history of every session without a drain in progress now (their
+    /// next turns reload it from the store, sending the same requests); how many were dropped.
+    pub fn evict_histories(&self) -> usize {
+        self.inner.history.evict_idle(None, &self.inner.coordinator.active())
     }
 
     /// Subscribes to the event bus: durable events after their commit, plus live deltas and status.
@@ -508,6 +527,8 @@ pub enum Reload {
 struct Opened {
     location: Arc<Location>,
     stale: bool,
+    /// When it was last handed out.
+    used: Instant,
 }
 
 impl Opened {
@@ -633,18 +654,21 @@ impl Inner {
     pub(crate) fn location(&self, directory: &str) -> Result<Arc<Location>> {
         let key = PathBuf::from(directory);
         let mut locations = self.open_locations();
-        if let Some(opened) = locations.get(&key)
+        if let Some(opened) = locations.get_mut(&key)
             && (!opened.stale || opened.in_use())
         {
+            opened.used = Instant::now();
             return Ok(Arc::clone(&opened.location));
         }
         let location = Arc::new(self.location_factory.open(&key)?);
+        tracing::info!(directory = %key.display(), "location opened");
         let subagents = crate::subagent::Subagents::new(Weak::clone(&self.me));
         location.tools.attach_subagents(Arc::new(subagents), &self.agents);
         if let Some(mcp) = location.tools.mcp() {
             self.relay_mcp_events(&key, &mcp);
         }
-        let retired = locations.insert(key, Opened { location: Arc::clone(&location), stale: false });
+        let retired =
+            locations.insert(key, Opened { location: Arc::clone(&location), stale: false, used: Instant::now() });
         // A stale Location is dropped after the lock is released: stopping MCP servers takes a moment.
         drop(locations);
         drop(retired);
@@ -714,6 +738,34 @@ impl Inner {
             tracing::info!(directory = %directory.display(), "location disposed after its drains ended");
         }
         drop(retired);
+    }
+
+    /// Shuts down the Locations no drain holds that were last used `idle` or longer before `now`
+    /// (their tools go, MCP servers and language servers stop); their next use opens them again.
+    /// How many were shut down.
+    pub(crate) fn retire_idle(&self, now: Instant, idle: Duration) -> usize {
+        let mut locations = self.open_locations();
+        let done: Vec<PathBuf> = locations
+            .iter()
+            .filter(|(_, opened)| !opened.in_use() && now.saturating_duration_since(opened.used) >= idle)
+            .map(|(directory, _)| directory.clone())
+            .collect();
+        let retired: Vec<Opened> = done.iter().filter_map(|directory| locations.remove(directory)).collect();
+        drop(locations);
+        for directory in &done {
+            tracing::info!(directory = %directory.display(), idle_seconds = idle.as_secs(), "location shut down after being idle");
+        }
+        // Dropped after the lock is released: stopping MCP servers takes a moment.
+        drop(retired);
+        done.len()
+    }
+
+    pub(crate) fn memory_report(&self) -> MemoryReport {
+        MemoryReport {
+            history: self.history.report(),
+            locations: self.open_locations().len(),
+            active_sessions: self.coordinator.active().len(),
+        }
     }
 
     fn open_locations(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Opened>> {

@@ -141,6 +141,20 @@ impl Store {
         self.write_inner(false, f)
     }
 
+    /// Releases what SQLite holds in memory for caching: the page caches of the writer and of the
+    /// pooled read connections (`PRAGMA shrink_memory`). They refill from the file (and the
+    /// system's file cache) as pages are read again; prepared statements are kept. For a process
+    /// that has gone quiet: a busy one would only read the same pages back.
+    pub fn release_memory(&self) {
+        // Connections in use are left alone; a reader taken meanwhile is released next time.
+        for conn in self.readers.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            conn.execute_batch("PRAGMA shrink_memory").ok();
+        }
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        // A failure only leaves the cache as it was.
+        writer.execute_batch("PRAGMA shrink_memory").ok();
+    }
+
     /// Runs `f` against a read connection (a consistent snapshot). Staged part updates that have not
     /// been committed yet are not visible.
     pub fn read<T>(&self, f: impl FnOnce(&Reader<'_>) -> Result<T>) -> Result<T> {

@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::CliError;
 
 pub fn run(context: &Context, args: ServeArgs) -> Result<(), CliError> {
+    crate::allocator::serve();
     let options = options(context, args);
     tokio_runtime()?.block_on(opencode_http_api::run_server(options, context.cwd.clone()))?;
     Ok(())

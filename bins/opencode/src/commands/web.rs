@@ -11,6 +11,7 @@ use crate::context::Context;
 use crate::error::CliError;
 
 pub fn run(context: &Context, args: WebArgs) -> Result<(), CliError> {
+    crate::allocator::serve();
     let options = super::serve::options(context, args.serve);
     let open = !args.no_open;
     tokio_runtime()?.block_on(opencode_http_api::run_server_with(options, context.cwd.clone(), |url| {

@@ -76,6 +76,10 @@ pub(super) fn ops() -> Vec<Op> {
 pub(crate) struct Health {
     healthy: bool,
     version: &'static str,
+    /// What the server keeps in memory (opencode-rs only): resident bytes, the session runtime's
+    /// caches with their sizes and budget, open Locations, and the allocator's statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory: Option<Value>,
 }
 
 /// `POST /log` body.
@@ -108,8 +112,9 @@ pub(crate) struct PathInfo {
     directory: String,
 }
 
-async fn health() -> Json<Health> {
-    Json(Health { healthy: true, version: env!("CARGO_PKG_VERSION") })
+async fn health(State(s): State<AppState>) -> Json<Health> {
+    let memory = crate::memory::report(s.inner.driver.as_ref());
+    Json(Health { healthy: true, version: env!("CARGO_PKG_VERSION"), memory: Some(memory) })
 }
 
 async fn log(JsonBody(entry): JsonBody<LogEntry>) -> Json<bool> {

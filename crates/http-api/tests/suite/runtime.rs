@@ -343,3 +343,25 @@ async fn an_unknown_model_in_a_prompt_is_invalid_input() {
     assert_eq!(error["data"]["code"], "INVALID_INPUT");
     assert!(t.mock.requests().is_empty());
 }
+
+#[tokio::test]
+async fn health_reports_the_runtime_caches_under_the_configured_budget() {
+    let t = start_runtime(json!({"memory": {"history_cache_mb": 1, "location_idle_seconds": 0}})).await;
+    let session = t.session().await;
+    t.mock.push(text("Hi."));
+    let (status, reply) = t.post(&format!("/session/{session}/message"), prompt("hello")).await;
+    assert_eq!(status, 200, "{reply}");
+
+    let (status, health) = t.get("/global/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["healthy"], true);
+    let memory = &health["memory"];
+    assert!(memory["rss"].as_u64().is_some_and(|rss| rss > 0), "{memory}");
+    let history = &memory["runtime"]["history"];
+    assert_eq!(history["budget"], 1024 * 1024, "{memory}");
+    assert_eq!(history["sessions"], 1, "{memory}");
+    assert!(history["bytes"].as_u64().is_some_and(|bytes| bytes > 0), "{memory}");
+    assert_eq!(memory["runtime"]["locations"], 1, "{memory}");
+    // Only a binary chooses (and reports) the allocator.
+    assert_eq!(memory["allocator"], Value::Null);
+}

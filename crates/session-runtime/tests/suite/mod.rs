@@ -5,6 +5,7 @@ mod defaults;
 mod interrupt;
 mod loop_;
 mod mcp;
+mod memory;
 mod plugin_hooks;
 mod plugins;
 mod projection;

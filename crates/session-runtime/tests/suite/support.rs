@@ -13,6 +13,7 @@ use opencode_llm::RetryPolicy;
 use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::MockResponse;
 use opencode_session_runtime::FnTools;
+use opencode_session_runtime::MemoryOptions;
 use opencode_session_runtime::RuntimeOptions;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::StandardLocations;
@@ -66,6 +67,18 @@ pub async fn harness_with(tools: FnTools, limits: Limits, agents: Value) -> Harn
 
 /// A runtime over the database in `data` (a second one over the same files simulates a restart).
 pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limits, agents: Value) -> SessionRuntime {
+    runtime_with_memory(mock, data, tools, limits, agents, MemoryOptions::default())
+}
+
+/// [`runtime_at`] keeping what `memory` allows in memory.
+pub fn runtime_with_memory(
+    mock: &MockProvider,
+    data: &Path,
+    tools: FnTools,
+    limits: Limits,
+    agents: Value,
+    memory: MemoryOptions,
+) -> SessionRuntime {
     let config: Config = serde_json::from_value(json!({
         "model": "mock/m",
         "agent": agents,
@@ -85,7 +98,7 @@ pub fn runtime_at(mock: &MockProvider, data: &Path, tools: FnTools, limits: Limi
     let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default())
         .with_date(date)
         .with_tools(move |_| Ok(Arc::new(tools.clone())));
-    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, memory, ..RuntimeOptions::default() };
     SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths).locations(locations).options(options).build()
 }
 

@@ -218,3 +218,20 @@ fn a_refused_staged_part_is_reported_by_flush_without_blocking_other_writes() {
     assert_eq!(message.parts.last(), Some(&good));
     assert_eq!(store.read(|r| r.full_history(&s.id)).unwrap().len(), 4);
 }
+
+#[test]
+fn history_reads_the_same_after_the_caches_are_released_and_writes_go_on() {
+    let (_dir, store) = store();
+    let session = session(&store);
+    for label in ["one", "two", "three"] {
+        turn(&store, &session.id, label);
+    }
+    let before = store.read(|r| r.full_history(&session.id)).unwrap();
+    store.release_memory();
+    assert_eq!(store.read(|r| r.full_history(&session.id)).unwrap(), before);
+    turn(&store, &session.id, "four");
+    store.release_memory();
+    let after = store.read(|r| r.full_history(&session.id)).unwrap();
+    assert_eq!(&after[..6], &before[..]);
+    assert_eq!(texts(&after[6..]), ["question four", "answer four"]);
+}
