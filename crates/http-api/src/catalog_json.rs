@@ -190,6 +190,16 @@ fn model_json(provider: &Provider, model: &Model) -> Value {
     if let (Some(family), Value::Object(map)) = (&info.family, &mut value) {
         map.insert("family".to_owned(), json!(family));
     }
+    // The pickers' variants (`{name: options}`), as the runtime resolves them for this route.
+    let variants: serde_json::Map<String, Value> = opencode_catalog::route::plan(provider, model)
+        .map(|plan| opencode_catalog::status::variants(model, &plan))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|variant| (variant.name, Value::Object(variant.options)))
+        .collect();
+    if let Value::Object(map) = &mut value {
+        map.insert("variants".to_owned(), Value::Object(variants));
+    }
     value
 }
 

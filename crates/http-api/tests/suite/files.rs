@@ -56,6 +56,10 @@ async fn path_config_agents_and_providers_describe_the_instance() {
     let model = &anthropic["models"]["claude-sonnet-4-5"];
     assert_eq!(model["providerID"], "anthropic");
     assert_eq!(model["capabilities"]["toolcall"], true);
+    // A reasoning model's variants, for the pickers: name -> the options they add.
+    let variants = model["variants"].as_object().unwrap();
+    assert!(variants.contains_key("high") && variants["high"].is_object(), "{variants:?}");
+    assert_eq!(anthropic["models"]["claude-3-haiku-20240307"]["variants"], json!({}));
     assert_eq!(providers["default"]["anthropic"], "claude-sonnet-4-5");
     assert_eq!(providers["connected"], json!([]));
     let (status, configured) = t.get("/config/providers").await;

@@ -196,7 +196,8 @@ async fn project() -> Project {
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
             "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
             "models": {"m": {"name": "Mock model", "tool_call": true, "attachment": true,
-                "modalities": {"input": ["text", "image"], "output": ["text"]}}}}},
+                "modalities": {"input": ["text", "image"], "output": ["text"]}},
+                "r": {"name": "Reasoning model", "tool_call": true, "reasoning": true}}}},
         "model": "mock/m",
         "agent": {"title": {"disable": true}},
         "permission": {"bash": "ask"},
@@ -452,6 +453,33 @@ async fn a_person_works_a_session_in_the_browser() {
     b.until("the queue to empty", "document.querySelector('#queued').hidden").await;
     b.switch(&second).await;
     b.until("the answer in the second window", "document.body.innerText.includes('Both tabs see this answer')").await;
+
+    // A model with variants shows the variant picker; the chosen variant goes with the prompt.
+    assert_eq!(b.js("return document.querySelector('#variant').hidden").await, true, "mock/m has no variants");
+    b.js("const m = document.querySelector('#model'); m.value = 'mock/r'; m.dispatchEvent(new Event('change')); return null")
+        .await;
+    b.until("the variant picker", "!document.querySelector('#variant').hidden && [...document.querySelectorAll('#variant option')].some(o => o.value === 'high')").await;
+    b.js("document.querySelector('#variant').value = 'high'; return null").await;
+    let before = project._mock.requests().len();
+    b.type_into("#prompt", &format!("think hard{ENTER}")).await;
+    b.until(
+        "the reasoning model's answer",
+        "[...document.querySelectorAll('.msg.user')].some(m => m.innerText.includes('think hard'))",
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let sent = loop {
+        let requests = project._mock.requests();
+        if let Some(sent) = requests[before..].iter().map(|r| r.body_json().unwrap()).find(|body| body["model"] == "r")
+        {
+            break sent;
+        }
+        assert!(std::time::Instant::now() < deadline, "no request to mock/r");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(sent["reasoning_effort"], "high", "{sent}");
+    b.js("const m = document.querySelector('#model'); m.value = 'mock/m'; m.dispatchEvent(new Event('change')); return null")
+        .await;
 
     // Dark theme, from the header's toggle (system -> light -> dark).
     b.click("#toggle-theme").await;

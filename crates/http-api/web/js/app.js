@@ -142,13 +142,14 @@ async function ensureSession() {
   return info.id;
 }
 
-async function send(text, agent, model, files = []) {
+async function send(text, agent, model, files = [], variant) {
   return attempt(async () => {
     const id = await ensureSession();
     const body = { parts: text ? [{ type: 'text', text }] : [] };
     for (const f of files) body.parts.push({ type: 'file', mime: f.mime, filename: f.filename, url: f.url });
     if (agent) body.agent = agent;
     if (model) body.model = model;
+    if (variant) body.variant = variant;
     const running = isBusy(id);
     await post(`/session/${id}/prompt_async`, body);
     if (running && text) {
@@ -295,7 +296,7 @@ async function sync() {
     state.commands = (commands || []).sort((a, b) => a.name.localeCompare(b.name));
     state.models = [];
     for (const p of providers.providers || []) {
-      for (const m of Object.values(p.models || {})) state.models.push({ providerID: p.id, modelID: m.id, name: m.name });
+      for (const m of Object.values(p.models || {})) state.models.push({ providerID: p.id, modelID: m.id, name: m.name, variants: Object.keys(m.variants || {}) });
     }
     const defaults = providers.default || {};
     const first = Object.keys(defaults)[0];

@@ -1,6 +1,7 @@
 // The prompt box: Enter sends, Shift+Enter adds a line, Esc interrupts, `@` completes file paths
 // (GET /find/file), `/` lists commands, images attach (paste, drop, or the button; sent as file
-// parts with data: URLs), and the agent and model pickers. The draft is kept per session in sessionStorage,
+// parts with data: URLs), and the agent, model and variant pickers (variants: the chosen model's, e.g.
+// reasoning effort; shown only when it has some). The draft is kept per session in sessionStorage,
 // so a reload or a server restart never loses it.
 
 import { h, replace } from './dom.js';
@@ -12,6 +13,7 @@ export function createComposer(root, actions) {
   const popover = h('ul.popover', { hidden: true, role: 'listbox' });
   const agent = h('select#agent', { title: 'Agent', 'aria-label': 'Agent' });
   const model = h('select#model', { title: 'Model', 'aria-label': 'Model' });
+  const variant = h('select#variant', { title: 'Variant', 'aria-label': 'Variant', hidden: true });
   const send = h('button#send.primary', { type: 'button', title: 'Send (Enter)' }, 'Send');
   const picker = h('input#attach-input', { type: 'file', accept: 'image/*', multiple: true, hidden: true });
   const attach = h('button#attach.ghost', { type: 'button', title: 'Attach images (or paste, or drop them here)' }, '+ Image');
@@ -19,7 +21,7 @@ export function createComposer(root, actions) {
   let attachments = []; // {mime, filename, url}
   const stop = h('button#stop.danger', { type: 'button', title: 'Interrupt (Esc)', hidden: true }, 'Stop');
   root.append(popover, h('div.composer-box', null, chips, input,
-    h('div.composer-bar', null, attach, picker, agent, model, h('span.grow'), stop, send)));
+    h('div.composer-bar', null, attach, picker, agent, model, variant, h('span.grow'), stop, send)));
 
   const MAX_IMAGE = 5 * 1024 * 1024;
   function addFiles(files) {
@@ -125,7 +127,7 @@ export function createComposer(root, actions) {
     const known = command && state.commands.some((c) => c.name === command[1]);
     const ok = known
       ? await actions.command(command[1], command[2], pickedAgent(), pickedModel())
-      : await actions.send(text, pickedAgent(), pickedModel(), attachments);
+      : await actions.send(text, pickedAgent(), pickedModel(), attachments, variant.value || undefined);
     if (ok) {
       attachments = [];
       drawChips();
@@ -203,6 +205,17 @@ export function createComposer(root, actions) {
   }
 
   const pickedAgent = () => agent.value || undefined;
+  /** The variants of the chosen model (the default one when none is chosen). */
+  function drawVariants() {
+    const chosen = model.value || state.defaultModel || '';
+    const found = state.models.find((m) => `${m.providerID}/${m.modelID}` === chosen);
+    const names = found?.variants || [];
+    const keep = variant.value;
+    replace(variant, h('option', { value: '' }, 'default'), names.map((name) => h('option', { value: name }, name)));
+    variant.value = names.includes(keep) ? keep : '';
+    variant.hidden = names.length === 0;
+  }
+  model.addEventListener('change', drawVariants);
   const pickedModel = () => {
     if (!model.value) return undefined;
     const [providerID, ...rest] = model.value.split('/');
@@ -231,6 +244,7 @@ export function createComposer(root, actions) {
       replace(model, h('option', { value: '' }, def ? `default (${def})` : 'default model'),
         state.models.map((m) => h('option', { value: `${m.providerID}/${m.modelID}` }, `${m.providerID}/${m.name || m.modelID}`)));
       if (state.models.some((m) => `${m.providerID}/${m.modelID}` === keepModel)) model.value = keepModel;
+      drawVariants();
     },
     focus() {
       input.focus();

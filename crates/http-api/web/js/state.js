@@ -15,7 +15,7 @@ export const state = {
   todos: new Map(), // sessionID -> todo items
   queued: new Map(), // sessionID -> prompts sent while a turn ran, not yet in the timeline
   agents: [],
-  models: [], // {providerID, modelID, name}
+  models: [], // {providerID, modelID, name, variants: [names]}
   defaultModel: null,
 };
 
