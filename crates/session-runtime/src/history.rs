@@ -45,6 +45,10 @@ pub struct StoredPrompt {
     /// Delegated to an agent before the model answers (the message's `subtask` part).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subtask: Option<SubtaskPrompt>,
+    /// What the prompt's local text files held when it was admitted (an `@file` mention), one
+    /// synthetic text part each: the model reads them as text, not as an unreachable `file://` URL.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 impl StoredPrompt {
@@ -68,6 +72,13 @@ impl StoredPrompt {
                 source: None,
             }));
         }
+        parts.extend(self.read.iter().map(|text| PartKind::Text {
+            text: text.clone(),
+            synthetic: Some(true),
+            ignored: None,
+            time: None,
+            metadata: None,
+        }));
         if let Some(subtask) = &self.subtask {
             parts.push(subtask.part());
         }
@@ -162,6 +173,8 @@ fn user_content(message: &MessageWithParts) -> Vec<ContentPart> {
         match &part.kind {
             PartKind::Text { ignored: Some(true), .. } => {}
             PartKind::Text { text, .. } if !text.is_empty() => content.push(ContentPart::text(text.clone())),
+            // A local text file's content is in a synthetic text part of the same message.
+            PartKind::File(file) if is_local_text(&file.url, &file.mime) => {}
             PartKind::File(file) => content.push(file_content(file)),
             // The subtask's call and result follow in the next (assistant) message.
             PartKind::Subtask { .. } => content.push(ContentPart::text(SUBTASK_BY_USER)),
@@ -169,6 +182,38 @@ fn user_content(message: &MessageWithParts) -> Vec<ContentPart> {
         }
     }
     content
+}
+
+/// The most of a mentioned file a prompt carries, as the `read` tool's default output bound.
+const MAX_READ_BYTES: usize = 50 * 1024;
+
+/// Whether a prompt file is a local file the model gets as text (not an image or a PDF).
+pub(crate) fn is_local_text(url: &str, mime: &str) -> bool {
+    url.starts_with("file://") && !(mime.starts_with("image/") || mime == "application/pdf")
+}
+
+/// The synthetic texts for a prompt's local text files, read now: the path, then the content (cut at
+/// [`MAX_READ_BYTES`]), or why it could not be read.
+pub(crate) async fn read_local_files(files: &[PromptFile]) -> Vec<String> {
+    let mut read = Vec::new();
+    for file in files.iter().filter(|file| is_local_text(&file.url, &file.mime)) {
+        let path = file.url.trim_start_matches("file://");
+        let input = serde_json::json!({ "filePath": path });
+        let text = match tokio::fs::read(path).await {
+            Ok(bytes) => {
+                let mut content = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_READ_BYTES)]).into_owned();
+                if bytes.len() > MAX_READ_BYTES {
+                    content.push_str(&format!("\n… ({} more bytes not shown)", bytes.len() - MAX_READ_BYTES));
+                }
+                format!("Called the Read tool with the following input: {input}\n\n<file>\n{content}\n</file>")
+            }
+            Err(err) => {
+                format!("Called the Read tool with the following input: {input}\n\nThe file could not be read: {err}")
+            }
+        };
+        read.push(text);
+    }
+    read
 }
 
 fn file_content(file: &FileData) -> ContentPart {

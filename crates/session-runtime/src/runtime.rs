@@ -373,9 +373,13 @@ impl SessionRuntime {
                 crate::subtask::check(&settings, subtask)?;
             }
         }
-        let prompt =
-            serde_json::to_value(StoredPrompt { text: request.text, files: request.files, subtask: request.subtask })
-                .map_err(RuntimeError::internal)?;
+        let prompt = serde_json::to_value(StoredPrompt {
+            read: crate::history::read_local_files(&request.files).await,
+            text: request.text,
+            files: request.files,
+            subtask: request.subtask,
+        })
+        .map_err(RuntimeError::internal)?;
         let store = Arc::clone(&self.inner.store);
         let (session, id, delivery) = (request.session_id.clone(), request.prompt_id, request.delivery);
         let (agent, model) = (request.agent, request.model);

@@ -316,6 +316,20 @@ async fn a_person_works_a_session_in_the_browser() {
     b.screenshot(&shot("04-mention")).await;
     b.type_into("#prompt", ENTER).await;
     assert_eq!(b.js("return document.querySelector('#prompt').value").await, "look at @src/hello_world.rs ");
+    // Sent, the mentioned file goes as a file part: the model reads its content.
+    let before = project._mock.requests().len();
+    b.type_into("#prompt", &format!("now{ENTER}")).await;
+    b.until("the mention's turn to end", "!document.body.classList.contains('busy') && [...document.querySelectorAll('.msg.user')].some(m => m.innerText.includes('look at @src/hello_world.rs'))").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let sent: Vec<String> =
+            project._mock.requests()[before..].iter().map(|r| r.body_json().unwrap().to_string()).collect();
+        if sent.iter().any(|body| body.contains("fn main() {}") && body.contains("Called the Read tool")) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the file's content never reached the model: {sent:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 
     // A `/` command from the popover: the server expands its template and the answer streams in.
     b.js("document.querySelector('#prompt').value = ''; return null").await;

@@ -75,6 +75,15 @@ export function createComposer(root, actions) {
   let seq = 0;
 
   const key = () => 'draft:' + (sessionID || 'new');
+  // Files chosen from the `@` list: sent as file parts (the server reads them for the model) while
+  // their mention is still in the text.
+  const mentioned = new Set();
+  function mentionedFiles(text) {
+    const dir = state.directory.replace(/\/$/, '');
+    return [...mentioned]
+      .filter((path) => new RegExp(`(^|\\s)@${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(\\s|$)`).test(text))
+      .map((path) => ({ mime: 'text/plain', filename: path, url: `file://${dir}/${path}` }));
+  }
   const grow = () => {
     input.style.height = 'auto';
     input.style.height = Math.min(input.scrollHeight, 240) + 'px';
@@ -127,8 +136,9 @@ export function createComposer(root, actions) {
     const known = command && state.commands.some((c) => c.name === command[1]);
     const ok = known
       ? await actions.command(command[1], command[2], pickedAgent(), pickedModel())
-      : await actions.send(text, pickedAgent(), pickedModel(), attachments, variant.value || undefined);
+      : await actions.send(text, pickedAgent(), pickedModel(), [...attachments, ...mentionedFiles(text)], variant.value || undefined);
     if (ok) {
+      mentioned.clear();
       attachments = [];
       drawChips();
       input.value = '';
@@ -190,6 +200,7 @@ export function createComposer(root, actions) {
     if (!mention || !item) return close();
     const v = input.value;
     const inserted = (mention.slash ? '/' : '@') + item.value + ' ';
+    if (!mention.slash) mentioned.add(item.value);
     input.value = v.slice(0, mention.start) + inserted + v.slice(mention.end);
     const at = mention.start + inserted.length;
     input.setSelectionRange(at, at);
@@ -227,6 +238,7 @@ export function createComposer(root, actions) {
     /** Switches to another session's draft. */
     open(id) {
       sessionID = id;
+      mentioned.clear();
       input.value = sessionStorage.getItem(key()) || '';
       grow();
       close();

@@ -126,3 +126,24 @@ async fn retryable_failures_are_retried_but_a_too_long_retry_after_fails_at_once
     assert!(message.contains("come back in two minutes"), "{message}");
     assert_eq!(h.mock.requests().len(), 3, "no retry after a retry-after beyond the policy's bound");
 }
+
+/// An `@file` mention (a local text file attached to the prompt) reaches the model as the file's
+/// text, read when the prompt was admitted, not as a `file://` URL it cannot open.
+#[tokio::test]
+async fn a_mentioned_local_file_is_read_into_the_prompt() {
+    let h = harness(FnTools::new()).await;
+    let path = h.project.path().join("notes.txt");
+    std::fs::write(&path, "the answer is 42\n").unwrap();
+    h.mock.push(text("Noted."));
+    let file = opencode_session_runtime::PromptFile {
+        url: format!("file://{}", path.display()),
+        mime: "text/plain".into(),
+        name: Some("notes.txt".into()),
+    };
+    let request = PromptRequest { files: vec![file], ..PromptRequest::text(&h.session.id, "summarise @notes.txt") };
+    h.runtime.run(request).await.unwrap();
+
+    let sent = h.mock.requests()[0].body_json().unwrap().to_string();
+    assert!(sent.contains("the answer is 42"), "{sent}");
+    assert!(sent.contains("Called the Read tool") && !sent.contains("file://"), "{sent}");
+}
