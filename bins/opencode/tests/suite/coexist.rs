@@ -2,11 +2,7 @@
 //! whichever runs first, both keep working, and each keeps its own database file. A database of
 //! another program where ours belongs is refused in one line, untouched.
 
-use std::io::BufRead;
-use std::io::BufReader;
 use std::path::Path;
-use std::process::Command;
-use std::process::Stdio;
 
 use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::MockResponse;
@@ -49,20 +45,7 @@ fn ours(home: &Home, args: &[&str]) -> String {
 
 /// `opencode serve` of ours starts, answers, and stops.
 fn our_server_starts(home: &Home) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opencode"))
-        .args(["serve", "--port", "0"])
-        .env_clear()
-        .env("HOME", home.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .current_dir(home.work())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let _killed = child.kill();
-    let _reaped = child.wait();
+    let line = home.serve().line.clone();
     assert!(line.starts_with("opencode server listening on"), "our server did not start: {line:?}");
 }
 

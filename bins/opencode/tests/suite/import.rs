@@ -3,7 +3,7 @@
 //! aborted turn. Ours then shows exactly what OpenCode's own `export` shows, and OpenCode's files are
 //! never changed.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -152,24 +152,8 @@ fn get(address: &str, path: &str) -> Value {
 
 /// The messages of each session through our `serve`, as `GET /session/{id}/message` returns them.
 fn served_messages(home: &Home, ids: &[String]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opencode"))
-        .args(["serve", "--port", "0"])
-        .env_clear()
-        .env("HOME", home.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .current_dir(home.work())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().last().unwrap_or_default().to_owned();
-    let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
-    let messages = ids.iter().map(|id| get(&address, &format!("/session/{id}/message"))).collect();
-    let _killed = child.kill();
-    let _reaped = child.wait();
-    messages
+    let server = home.serve();
+    ids.iter().map(|id| get(&server.address, &format!("/session/{id}/message"))).collect()
 }
 
 #[test]

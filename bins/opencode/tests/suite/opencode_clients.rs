@@ -3,78 +3,55 @@
 //! the events they read, compared with what OpenCode's own server sends for the same turn. Skipped
 //! with a notice without the OpenCode binary or tmux; required under `CI`.
 
-use std::io::BufRead;
-use std::io::BufReader;
 use std::path::Path;
-use std::process::Child;
 use std::process::Command;
 use std::process::Stdio;
 use std::time::Duration;
 use std::time::Instant;
 
+use opencode_mock_provider::MockProvider;
 use opencode_mock_provider::peer::OpenCode;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use serde_json::json;
 
 use super::support::Home;
+use super::support::Served;
 use super::tui::ANSWER;
 use super::tui::Tmux;
 use super::tui::mock;
 use super::tui::project;
 
-/// A server process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _killed = self.child.kill();
-        let _reaped = self.child.wait();
-    }
-}
-
-impl Server {
-    /// Waits for the line `... listening on URL` on its standard output.
-    fn started(mut child: Child) -> Self {
-        let stdout = child.stdout.take().unwrap();
-        let url = BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| line.split("listening on ").nth(1).map(|url| url.trim().to_owned()))
-            .expect("the server printed its URL");
-        Self { child, url }
-    }
-}
-
-/// Our `opencode serve` in the project.
-fn ours(home: &Home) -> Server {
-    let child = Command::new(env!("CARGO_BIN_EXE_opencode"))
-        .args(["serve", "--port", "0"])
-        .env_clear()
-        .env("HOME", home.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .current_dir(home.work())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Server::started(child)
-}
-
 /// OpenCode's own `opencode serve` in the project.
-fn theirs(opencode: &OpenCode, home: &Home) -> Server {
+fn theirs(opencode: &OpenCode, home: &Home) -> Served {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = opencode
-        .command_in(&home.path().join("peer-home"), &home.work())
-        .args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Server::started(child)
+    let mut command = opencode.command_in(&home.path().join("peer-home"), &home.work());
+    command.args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()]);
+    command.stdout(Stdio::piped()).stderr(Stdio::null());
+    Served::start(command)
+}
+
+/// OpenCode's TUI attached to our `opencode serve`, in a git project whose `opencode.json` names the
+/// mock (which calls `bash ls`, then answers) with `extra` merged in.
+struct Attached {
+    tui: Tmux,
+    server: Served,
+    home: Home,
+    mock: MockProvider,
+    opencode: OpenCode,
+    _rt: tokio::runtime::Runtime,
+}
+
+/// [`Attached`], or `None` (with a notice) without the OpenCode binary or tmux.
+fn attached(extra: Value) -> Option<Attached> {
+    let opencode = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR")))?;
+    let (rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, extra);
+    git_init(&home.work());
+    let server = home.serve();
+    let tui = their_tui(&opencode, &home, &server.url)?;
+    Some(Attached { tui, server, home, mock, opencode, _rt: rt })
 }
 
 /// OpenCode's TUI attached to `url`, in tmux, in the project.
@@ -102,12 +79,8 @@ fn their_tui_in(opencode: &OpenCode, home: &Home, url: &str, work: &Path) -> Opt
 
 #[test]
 fn opencodes_tui_shows_a_tool_turn_live_and_undo_hides_it() {
-    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
-    let (_rt, mock) = mock();
-    let home = Home::new();
-    project(&home, &mock, json!({}));
-    let server = ours(&home);
-    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    let Some(attached) = attached(json!({})) else { return };
+    let tui = &attached.tui;
     tui.type_line("list the files here");
     // OpenCode's TUI shows the command and, collapsed, not its output.
     tui.wait_for(&["list the files here", "$ ls", ANSWER]);
@@ -118,12 +91,8 @@ fn opencodes_tui_shows_a_tool_turn_live_and_undo_hides_it() {
 
 #[test]
 fn opencodes_tui_asks_for_permission_and_allow_once_finishes_the_turn() {
-    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
-    let (_rt, mock) = mock();
-    let home = Home::new();
-    project(&home, &mock, json!({"permission": {"bash": "ask"}}));
-    let server = ours(&home);
-    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    let Some(attached) = attached(json!({"permission": {"bash": "ask"}})) else { return };
+    let tui = &attached.tui;
     tui.type_line("list the files here");
     tui.wait_for(&["Permission required", "Allow once"]);
     tui.keys(&["Enter"]);
@@ -135,13 +104,8 @@ fn opencodes_tui_asks_for_permission_and_allow_once_finishes_the_turn() {
 /// again, as against OpenCode's own server.
 #[test]
 fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
-    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
-    let (_rt, mock) = mock();
-    let home = Home::new();
-    project(&home, &mock, json!({"permission": {"bash": "ask"}}));
-    git_init(&home.work());
-    let server = ours(&home);
-    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    let Some(attached) = attached(json!({"permission": {"bash": "ask"}})) else { return };
+    let Attached { tui, server, home, mock, opencode, _rt } = attached;
     tui.type_line("list the files here");
     tui.wait_for(&["Permission required", "Allow always"]);
     tui.keys(&["Right", "Enter"]);
@@ -149,8 +113,8 @@ fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
     tui.keys(&["Enter"]);
     tui.wait_for(&["notes.txt", ANSWER]);
     tui.type_line("and again");
-    let screen = tui.wait_for(&["┃  and again"]);
-    let screen = wait_until(&tui, screen, |screen| screen.matches(ANSWER).count() >= 2);
+    tui.wait_for(&["┃  and again"]);
+    let screen = tui.wait_until("the second answer", |screen| screen.matches(ANSWER).count() >= 2);
     assert!(!screen.contains("Permission required"), "asked again after allow always:\n{screen}");
 
     // A new project has approved nothing: Reject there ends the turn after the call.
@@ -174,12 +138,8 @@ fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
 /// rename, a second session, delete, and the agent switch.
 #[test]
 fn opencodes_tui_drives_redo_compact_rename_new_delete_and_agents() {
-    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
-    let (_rt, mock) = mock();
-    let home = Home::new();
-    project(&home, &mock, json!({}));
-    let server = ours(&home);
-    let Some(tui) = their_tui(&opencode, &home, &server.url) else { return };
+    let Some(attached) = attached(json!({})) else { return };
+    let (tui, url, work) = (&attached.tui, &attached.server.url, attached.home.work());
     tui.type_line("list the files here");
     tui.wait_for(&["$ ls", "notes.txt", ANSWER]);
     tui.type_line("/undo");
@@ -197,21 +157,19 @@ fn opencodes_tui_drives_redo_compact_rename_new_delete_and_agents() {
     tui.wait_for(&["Rename Session"]);
     tui.keys(&["C-u"]);
     tui.type_line("Renamed by the user");
-    wait_for_sessions(&server.url, &home.work(), |titles| titles == ["Renamed by the user"]);
+    wait_for_sessions(url, &work, |titles| titles == ["Renamed by the user"]);
 
     tui.type_line("/new");
     tui.type_line("a second prompt");
     tui.wait_for(&["┃  a second prompt", ANSWER]);
-    wait_for_sessions(&server.url, &home.work(), |titles| titles.len() == 2);
+    wait_for_sessions(url, &work, |titles| titles.len() == 2);
     tui.type_line("/sessions");
     tui.wait_for(&["Sessions", "Renamed by the user"]);
     // The current session is first; the renamed one is below it.
     tui.keys(&["Down", "C-d"]);
     tui.wait_for(&["again to confirm"]);
     tui.keys(&["C-d"]);
-    wait_for_sessions(&server.url, &home.work(), |titles| {
-        titles.len() == 1 && !titles.contains(&"Renamed by the user".to_owned())
-    });
+    wait_for_sessions(url, &work, |titles| titles.len() == 1 && !titles.contains(&"Renamed by the user".to_owned()));
     tui.keys(&["Escape", "Tab"]);
     tui.wait_for(&["Plan ·"]);
 }
@@ -222,7 +180,7 @@ fn opencodes_cli_prints_the_tool_call_and_the_final_answer_every_time() {
     let (_rt, mock) = mock();
     let home = Home::new();
     project(&home, &mock, json!({}));
-    let server = ours(&home);
+    let server = home.serve();
     for run in 0..5 {
         let output = opencode
             .command_in(&home.path().join("cli-home"), &home.work())
@@ -247,7 +205,7 @@ fn the_event_stream_matches_opencodes_for_a_tool_turn() {
     let home = Home::new();
     project(&home, &mock, json!({}));
     let their_events = turn_events(&theirs(&opencode, &home).url, &home);
-    let our_events = turn_events(&ours(&home).url, &home);
+    let our_events = turn_events(&home.serve().url, &home);
 
     assert_eq!(part_steps(&our_events), part_steps(&their_events), "the steps of each message's parts");
     let expected = vec![
@@ -385,17 +343,6 @@ fn property_keys(events: &[Value]) -> Vec<(String, Vec<String>)> {
         seen.push((kind, keys));
     }
     seen
-}
-
-/// Waits until `done` holds for the screen (30 s at most); returns that screen.
-fn wait_until(tui: &Tmux, mut screen: String, done: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done(&screen) {
-        assert!(Instant::now() < deadline, "never shown\n--- screen ---\n{screen}");
-        std::thread::sleep(Duration::from_millis(100));
-        screen = tui.screen();
-    }
-    screen
 }
 
 /// How many requests offered the model its tools (provider turns, not titles).

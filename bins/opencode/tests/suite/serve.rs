@@ -1,11 +1,10 @@
 //! `opencode serve` through the built binary: it listens, answers OpenCode's health route, and a taken
 //! port is a clear error.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 
-use super::support::Home;
+use super::support::{Home, Served};
 
 fn get(address: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(address).unwrap();
@@ -18,23 +17,9 @@ fn get(address: &str, path: &str) -> String {
 #[test]
 fn serve_listens_and_answers_health() {
     let home = Home::new();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_opencode"))
-        .args(["serve", "--port", "0"])
-        .env_clear()
-        .env("HOME", home.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .current_dir(home.work())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().last().unwrap_or_default().to_owned();
-    let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
-    let response = get(&address, "/global/health");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let server = home.serve();
+    let response = get(&server.address, "/global/health");
+    let line = &server.line;
     assert!(line.starts_with("opencode server listening on http://127.0.0.1:"), "{line}");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains("\"healthy\":true"), "{response}");
@@ -61,36 +46,23 @@ fn web_prints_the_address_serves_the_ui_and_opens_a_browser() {
     std::fs::write(&browser, format!("#!/bin/sh\necho \"$1\" > '{}'\n", opened.display())).unwrap();
     std::fs::set_permissions(&browser, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     for with_browser in [true, false] {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_opencode"));
-        command
-            .args(["web", "--port", "0"])
-            .env_clear()
-            .env("HOME", home.path().join("home"))
-            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-            .current_dir(home.work())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        let mut command = home.server_command(&["web", "--port", "0"]);
         if with_browser {
             command.env("BROWSER", &browser);
         }
-        let mut child = command.spawn().unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let url = line.split_whitespace().last().unwrap_or_default().to_owned();
-        let address = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
-        let page = get(&address, "/");
+        let mut web = Served::start(command);
+        let (line, url) = (web.line.clone(), web.url.clone());
+        let page = get(&web.address, "/");
         let mut next = String::new();
         if !with_browser {
-            out.read_line(&mut next).unwrap();
+            web.stdout.read_line(&mut next).unwrap();
         } else {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while !opened.exists() && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
         }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        drop(web);
         assert!(line.starts_with("opencode web UI: http://127.0.0.1:"), "{line}");
         assert!(page.starts_with("HTTP/1.1 200"), "{page}");
         assert!(page.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"), "{page}");

@@ -131,3 +131,59 @@ pub fn stdout(output: &std::process::Output) -> String {
 pub fn stderr(output: &std::process::Output) -> String {
     String::from_utf8(output.stderr.clone()).unwrap()
 }
+
+/// A server process (`opencode serve`, `opencode web`, OpenCode's own `serve`), killed when dropped.
+/// `line` is the line that printed its address, `address` its `host:port`.
+pub struct Served {
+    pub child: std::process::Child,
+    pub line: String,
+    pub url: String,
+    pub address: String,
+    /// The rest of its standard output.
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _killed = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+}
+
+impl Home {
+    /// `opencode <args>` as a server process with only HOME set, its output piped.
+    pub fn server_command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_opencode"));
+        command
+            .args(args)
+            .env_clear()
+            .env("HOME", self.path().join("home"))
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .current_dir(self.work())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        command
+    }
+
+    /// Our `opencode serve --port 0`, started.
+    pub fn serve(&self) -> Served {
+        Served::start(self.server_command(&["serve", "--port", "0"]))
+    }
+}
+
+impl Served {
+    /// Spawns `command` and reads its output up to the line that ends with its address.
+    pub fn start(mut command: std::process::Command) -> Self {
+        use std::io::BufRead;
+        let mut child = command.spawn().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("http://") {
+            line.clear();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "the server exited before printing its address");
+        }
+        let url = line.split_whitespace().last().unwrap_or_default().trim_end_matches('/').to_owned();
+        let address = url.trim_start_matches("http://").to_owned();
+        Self { child, line, url, address, stdout }
+    }
+}

@@ -69,13 +69,18 @@ impl Tmux {
 
     /// Waits until every one of `texts` is on the screen; fails with the screen otherwise.
     pub(super) fn wait_for(&self, texts: &[&str]) -> String {
+        self.wait_until(&format!("{texts:?}"), |screen| texts.iter().all(|t| screen.contains(t)))
+    }
+
+    /// Waits (30 s at most) until `done` holds for the screen; returns that screen.
+    pub(super) fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen();
-            if texts.iter().all(|t| screen.contains(t)) {
+            if done(&screen) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "never shown: {texts:?}\n--- screen ---\n{screen}");
+            assert!(Instant::now() < deadline, "never shown: {what}\n--- screen ---\n{screen}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
