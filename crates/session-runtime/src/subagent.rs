@@ -218,10 +218,8 @@ async fn create(inner: &Arc<Inner>, parent: &Session, request: &SubagentRequest,
 async fn final_answer(inner: &Arc<Inner>, child: &str) -> Result<String, ToolError> {
     let store = Arc::clone(&inner.store);
     let id = child.to_owned();
-    let page = blocking(move || store.read(|r| r.messages(&id, None, 20))).await.map_err(failure)?;
-    let Some(last) = page.messages.iter().rev().find(|m| matches!(m.info, MessageInfo::Assistant(_))) else {
-        return Ok(String::new());
-    };
+    let last = blocking(move || store.read(|r| r.last_assistant(&id))).await.map_err(failure)?;
+    let Some(last) = last else { return Ok(String::new()) };
     if let MessageInfo::Assistant(assistant) = &last.info
         && let Some(error) = &assistant.error
     {

@@ -273,6 +273,12 @@ impl Reader<'_> {
         self.page(session_id, &projection, before, limit)
     }
 
+    /// The session's newest assistant message (among its last 20 messages): a finished run's answer.
+    pub fn last_assistant(&self, session_id: &str) -> Result<Option<MessageWithParts>> {
+        let page = self.messages(session_id, None, 20)?;
+        Ok(page.messages.into_iter().rev().find(|m| matches!(m.info, MessageInfo::Assistant(_))))
+    }
+
     /// The projected history a provider turn sees, paged backwards like [`Reader::messages`]: messages from
     /// the active epoch's compaction boundary on, without Mid-Conversation System Messages of earlier
     /// epochs, and without messages hidden by a staged revert.

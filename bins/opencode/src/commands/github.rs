@@ -13,7 +13,6 @@ use opencode_github::Trigger;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::ModelChoice;
 use opencode_session_runtime::PromptRequest;
-use opencode_session_store::MessageInfo;
 use opencode_session_store::NewSession;
 use opencode_session_store::PartKind;
 use opencode_session_store::Store;
@@ -166,10 +165,9 @@ async fn answer(
 
 /// The text of the session's last assistant message.
 fn last_answer(store: &Store, session: &str) -> Result<String, CliError> {
-    let page = store.read(|r| r.messages(session, None, 20))?;
-    let last = page.messages.iter().rev().find(|m| matches!(m.info, MessageInfo::Assistant(_)));
+    let last = store.read(|r| r.last_assistant(session))?;
     let text: Vec<&str> = last
-        .into_iter()
+        .iter()
         .flat_map(|m| &m.parts)
         .filter_map(|part| match &part.kind {
             PartKind::Text { text, synthetic: None | Some(false), .. } => Some(text.as_str()),
