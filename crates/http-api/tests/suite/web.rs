@@ -525,6 +525,7 @@ async fn a_person_works_a_session_in_the_browser() {
     // Rename and delete from the sidebar.
     b.js(&format!("document.querySelector('li.session[data-id=\"{session}\"] .tools button').click(); return null"))
         .await;
+    b.until("the rename box", "document.querySelector('input.rename')").await;
     b.js("document.querySelector('input.rename').value = ''; return null").await;
     b.type_into("input.rename", &format!("Renamed in the browser{ENTER}")).await;
     b.until("the new title", "document.querySelector('#title').innerText === 'Renamed in the browser'").await;

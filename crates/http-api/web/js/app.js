@@ -124,7 +124,9 @@ async function open(id) {
     // A session that is gone (deleted elsewhere, a stale link) is not left open.
     if (err.status === 404 && state.current === id) go(null);
   }
-  composer.focus();
+  // The prompt gets the focus unless the user moved it meanwhile (renaming a session, searching).
+  const typing = document.activeElement?.matches?.('input, textarea, select');
+  if (!typing || document.activeElement === composer.input) composer.focus();
 }
 
 function route() {
