@@ -130,7 +130,9 @@ impl Store {
         self.read(|r| Ok(schema::current_version(r.conn)?))
     }
 
-    /// Registers the hook called after every commit that wrote events (replaces any earlier hook).
+    /// Registers the hook called after every commit that wrote events (replaces any earlier hook). It
+    /// runs while the writer is held, so commits are published in their order: it must be quick and
+    /// must not write to the store.
     pub fn set_event_hook(&self, hook: EventHook) {
         *self.hook.write().unwrap_or_else(PoisonError::into_inner) = Some(hook);
     }
@@ -238,11 +240,15 @@ impl Store {
             // Back to NORMAL for ordinary commits; failing to switch back only costs speed.
             conn.pragma_update(None, "synchronous", "NORMAL").ok();
         }
+        if let Ok((_, events)) = &result {
+            // Published before the writer is released, so subscribers see commits in their order
+            // (a second writer, such as a tool's progress, cannot publish its later commit first).
+            self.publish(events);
+        }
         drop(conn);
         match result {
-            Ok((value, events)) => {
+            Ok((value, _)) => {
                 self.unsynced.store(!durable, Ordering::Release);
-                self.publish(&events);
                 Ok(value)
             }
             Err(err) => {
