@@ -129,6 +129,9 @@ pub struct GithubRunArgs {
     /// The agent that works on it.
     #[arg(long, default_value = "build")]
     pub agent: String,
+    /// Also write the session's export (as `opencode export` prints it) to this file.
+    #[arg(long)]
+    pub export: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -5,22 +5,33 @@
 //! for permission is refused and reported in the log, as `opencode run` does), and replaces the
 //! progress comment with the answer, or with the cause when the run failed. A pull request's review
 //! is reported as a check run on its head commit instead.
+//!
+//! What the agent changed in the work tree is handed back as OpenCode does it: asked from an issue
+//! (or a manual run), on a new branch with a pull request that closes the issue; asked from a pull
+//! request's conversation, as a commit pushed to its branch (checked out before the agent starts).
+//! Commits are the agent's, with the person who asked as co-author.
 
 use opencode_github::Decision;
+use opencode_github::Git;
 use opencode_github::Github;
 use opencode_github::GithubError;
+use opencode_github::PullRequest;
 use opencode_github::Trigger;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::ModelChoice;
 use opencode_session_runtime::PromptRequest;
+use std::sync::Arc;
+
 use opencode_session_store::NewSession;
 use opencode_session_store::PartKind;
+use opencode_session_store::Session;
 use opencode_session_store::Store;
 
 use super::output::Printer;
 use crate::cli::Format;
 use crate::cli::GithubRunArgs;
 use crate::context::Context;
+use crate::context::Engine;
 use crate::error::CliError;
 
 const ACTIONS_HINT: &str =
@@ -59,25 +70,156 @@ pub fn run(context: &Context, args: GithubRunArgs) -> Result<(), CliError> {
     let github = Github::new(&api, &repository, &token);
     let model = args.model.as_deref().map(ModelChoice::parse).transpose()?;
     let store = context.store()?;
+    let job = Job {
+        github,
+        repository,
+        run_link,
+        server,
+        git: Git::open(&context.cwd).ok(),
+        default_branch: payload["repository"]["default_branch"].as_str().map(str::to_owned),
+        actor: requester(&trigger).or_else(|| env("GITHUB_ACTOR")),
+    };
     let runtime = super::tokio_runtime()?;
     let result = runtime.block_on(async {
-        let report = Report::open(&github, &trigger, run_link.as_deref()).await.map_err(github_error)?;
+        let report = Report::open(&job.github, &trigger, job.run_link.as_deref()).await.map_err(github_error)?;
+        let pull = job.prepare(&trigger).await?;
         let skip: Vec<u64> = [report.comment(), comment_id(&trigger)].into_iter().flatten().collect();
         let comments = match trigger.thread() {
-            Some(thread) => github.comments(thread.number).await.map_err(github_error)?,
+            Some(thread) => job.github.comments(thread.number).await.map_err(github_error)?,
             None => Vec::new(),
         };
-        let text = opencode_github::prompt(&trigger, &repository, &comments, &skip);
-        let answer = answer(context, &store, text, model, args.agent.clone()).await;
-        let body = match &answer {
-            Ok(answer) => footer(answer, run_link.as_deref()),
-            Err(err) => footer(&format!("I could not finish: {err}"), run_link.as_deref()),
+        let text = opencode_github::prompt(&trigger, &job.repository, &comments, &skip);
+        let engine = context.engine(Arc::clone(&store), false).await?;
+        let session = session(context, &engine, &text).await?;
+        let answer = answer(&engine, &store, &session, text, model, args.agent.clone()).await;
+        let export = args.export.as_deref().map(|path| export(&store, &session, path)).transpose();
+        let outcome = match answer {
+            Ok(answer) => job.hand_back(&trigger, pull.as_ref(), &answer).await.map(|line| (answer, line)),
+            Err(err) => Err(err),
         };
-        report.finish(&github, &body).await.map_err(github_error)?;
-        answer.map(drop)
+        let body = match &outcome {
+            Ok((answer, Some(line))) => format!("{}\n\n{line}", answer.trim()),
+            Ok((answer, None)) => answer.clone(),
+            Err(err) => format!("I could not finish: {err}"),
+        };
+        report.finish(&job.github, &footer(&body, job.run_link.as_deref())).await.map_err(github_error)?;
+        export?;
+        outcome.map(drop)
     });
     runtime.shutdown_background();
     result
+}
+
+/// What one job works with besides the session.
+struct Job {
+    github: Github,
+    repository: String,
+    run_link: Option<String>,
+    server: String,
+    /// The checked-out repository, when the job has one (`actions/checkout`).
+    git: Option<Git>,
+    default_branch: Option<String>,
+    /// The GitHub login of the person who asked (the commit's co-author).
+    actor: Option<String>,
+}
+
+impl Job {
+    /// Asked from a pull request's conversation: its branches, and the agent works on its head
+    /// (checked out when it is in this repository, so a commit can be pushed back onto it).
+    async fn prepare(&self, trigger: &Trigger) -> Result<Option<PullRequest>, CliError> {
+        let number = match trigger {
+            Trigger::Comment { thread, .. } if thread.pull_request => thread.number,
+            Trigger::ReviewComment { thread, .. } => thread.number,
+            _ => return Ok(None),
+        };
+        let pull = self.github.pull_request(number).await.map_err(github_error)?;
+        if let Some(git) = &self.git
+            && pull.head_repository == self.repository
+        {
+            git.check_out_remote(&pull.head_ref).map_err(git_error)?;
+        }
+        Ok(Some(pull))
+    }
+
+    /// Hands back what the agent changed, if anything; the line the report adds about it.
+    async fn hand_back(
+        &self,
+        trigger: &Trigger,
+        pull: Option<&PullRequest>,
+        answer: &str,
+    ) -> Result<Option<String>, CliError> {
+        let Some(git) = &self.git else { return Ok(None) };
+        if !git.changed().map_err(git_error)? {
+            return Ok(None);
+        }
+        let subject = subject(trigger);
+        let actor = self.actor.as_deref();
+        if let Trigger::PullRequest { .. } = trigger {
+            return Ok(Some("I changed files while reviewing; a review pushes nothing.".to_owned()));
+        }
+        if let Some(pull) = pull {
+            if pull.head_repository != self.repository {
+                return Ok(Some(format!(
+                    "My changes are not pushed: the branch is in {}, a fork this workflow cannot write to.",
+                    pull.head_repository
+                )));
+            }
+            let sha = git.commit_all(&subject, "", actor).map_err(git_error)?;
+            git.push(&pull.head_ref).map_err(git_error)?;
+            return Ok(Some(format!("Pushed {} to `{}`.", &sha[..sha.len().min(7)], pull.head_ref)));
+        }
+        let base = self.default_branch.clone().or_else(|| git.branch()).unwrap_or_else(|| "main".to_owned());
+        let branch = branch_name(trigger);
+        git.create_branch(&branch).map_err(git_error)?;
+        git.commit_all(&subject, "", actor).map_err(git_error)?;
+        git.push(&branch).map_err(git_error)?;
+        let closes = match trigger.thread() {
+            Some(thread) => format!("\n\nCloses #{}", thread.number),
+            None => String::new(),
+        };
+        let body = footer(&format!("{}{closes}", answer.trim()), self.run_link.as_deref());
+        let number = self.github.open_pull_request(&branch, &base, &subject, &body).await.map_err(github_error)?;
+        Ok(Some(format!("Opened #{number}: {}/{}/pull/{number}", self.server, self.repository)))
+    }
+}
+
+/// The commit's and pull request's title: the request's first line, or the thread's title.
+fn subject(trigger: &Trigger) -> String {
+    let line = match trigger {
+        Trigger::Comment { request, .. } | Trigger::ReviewComment { request, .. } | Trigger::Manual { request } => {
+            request.lines().map(str::trim).find(|line| !line.is_empty()).map(str::to_owned)
+        }
+        Trigger::Issue { .. } | Trigger::PullRequest { .. } => None,
+    };
+    let line = line.or_else(|| trigger.thread().map(|thread| thread.title.trim().to_owned()));
+    let line = line.filter(|line| !line.is_empty()).unwrap_or_else(|| "Changes by opencode".to_owned());
+    let mut subject: String = line.chars().take(72).collect();
+    if subject.len() < line.len() {
+        subject.pop();
+        subject.push('…');
+    }
+    let mut chars = subject.chars();
+    chars.next().map(|first| first.to_uppercase().chain(chars).collect()).unwrap_or(subject)
+}
+
+/// A new branch for an issue's changes: `opencode/issue<N>-<unix time>` (a manual run's has no
+/// issue number), unique per run.
+fn branch_name(trigger: &Trigger) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    match trigger.thread() {
+        Some(thread) => format!("opencode/issue{}-{now}", thread.number),
+        None => format!("opencode/run-{now}"),
+    }
+}
+
+/// Who asked: the commenter, or the author of the issue that was opened.
+fn requester(trigger: &Trigger) -> Option<String> {
+    match trigger {
+        Trigger::Comment { author, .. } | Trigger::ReviewComment { author, .. } => Some(author.login.clone()),
+        Trigger::Issue { thread, .. } | Trigger::PullRequest { thread, .. } => Some(thread.author.login.clone()),
+        Trigger::Manual { .. } => None,
+    }
+    .filter(|login| !login.is_empty())
 }
 
 /// Where the agent reports: a comment it keeps its progress and answer in (a reply in the thread
@@ -139,18 +281,22 @@ fn comment_id(trigger: &Trigger) -> Option<u64> {
     }
 }
 
-/// Runs one headless session on `text`; its final answer.
+/// The session the job works in, titled after the request.
+async fn session(context: &Context, engine: &Engine, text: &str) -> Result<Session, CliError> {
+    let title = text.lines().next().unwrap_or_default().chars().take(80).collect::<String>();
+    let new = NewSession { title: Some(format!("GitHub: {title}")), ..NewSession::default() };
+    Ok(engine.runtime.create_session(&context.cwd, new).await?)
+}
+
+/// Runs `text` headless in `session`; the final answer.
 async fn answer(
-    context: &Context,
-    store: &std::sync::Arc<Store>,
+    engine: &Engine,
+    store: &Store,
+    session: &Session,
     text: String,
     model: Option<ModelChoice>,
     agent: String,
 ) -> Result<String, CliError> {
-    let engine = context.engine(std::sync::Arc::clone(store), false).await?;
-    let title = text.lines().next().unwrap_or_default().chars().take(80).collect::<String>();
-    let new = NewSession { title: Some(format!("GitHub: {title}")), ..NewSession::default() };
-    let session = engine.runtime.create_session(&context.cwd, new).await?;
     let mut request = PromptRequest::text(&session.id, text);
     request.model = model;
     request.agent = Some(agent);
@@ -161,6 +307,12 @@ async fn answer(
         DrainOutcome::Interrupted => Err(CliError::Interrupted),
         DrainOutcome::Failed { message, hint } => Err(CliError::Failed { message, hint }),
     }
+}
+
+/// Writes the session's export (the workflow uploads it as an artifact).
+fn export(store: &Store, session: &Session, path: &std::path::Path) -> Result<(), CliError> {
+    let text = super::sessions::exported(store, session.clone())?;
+    std::fs::write(path, text).map_err(|err| CliError::Io(format!("cannot write the export {}: {err}", path.display())))
 }
 
 /// The text of the session's last assistant message.
@@ -190,4 +342,11 @@ fn footer(body: &str, run: Option<&str>) -> String {
 
 fn github_error(err: GithubError) -> CliError {
     CliError::Failed { message: err.to_string(), hint: err.hint().to_owned() }
+}
+
+fn git_error(err: opencode_github::GitError) -> CliError {
+    CliError::Failed {
+        message: err.to_string(),
+        hint: "check out the repository with `actions/checkout` (it keeps the token git pushes with) and give the token contents: write".to_owned(),
+    }
 }
