@@ -31,12 +31,12 @@ use super::support::stdout;
 use super::support::text;
 use super::support::tool_call;
 
-const TOKEN: &str = "ghs_secret_token_value";
-const RUN: &str = "https://github.example/octo/repo/actions/runs/42";
+pub(super) const TOKEN: &str = "ghs_secret_token_value";
+pub(super) const RUN: &str = "https://github.example/octo/repo/actions/runs/42";
 
 /// One call the stand-in received.
 #[derive(Debug, Clone)]
-struct Call {
+pub(super) struct Call {
     method: String,
     /// The path under the API base, with its query.
     path: String,
@@ -64,7 +64,7 @@ struct Fault {
 }
 
 #[derive(Clone, Default)]
-struct Api {
+pub(super) struct Api {
     calls: Arc<Mutex<Vec<Call>>>,
     faults: Arc<Mutex<Vec<Fault>>>,
     /// The repository a pull request's head branch is in.
@@ -73,7 +73,7 @@ struct Api {
 
 impl Api {
     /// The stand-in for `octo/repo`'s API under `/api/v3`, on its own thread; its URL.
-    fn start(&self) -> String {
+    pub(super) fn start(&self) -> String {
         *self.head_repository.lock().unwrap() = "octo/repo".to_owned();
         let api = self.clone();
         let (url_sender, url) = std::sync::mpsc::channel();
@@ -95,11 +95,11 @@ impl Api {
         self.faults.lock().unwrap().push(Fault { path: path.to_owned(), status, headers, message });
     }
 
-    fn calls(&self) -> Vec<Call> {
+    pub(super) fn calls(&self) -> Vec<Call> {
         self.calls.lock().unwrap().clone()
     }
 
-    fn lines(&self) -> Vec<String> {
+    pub(super) fn lines(&self) -> Vec<String> {
         self.calls().iter().map(Call::line).collect()
     }
 }
@@ -161,7 +161,7 @@ fn example(name: &str, action: &str) -> Option<Value> {
 }
 
 /// GitHub's first example `issue_comment` (created) payload, its comment's body replaced.
-fn comment_event(home: &Home, body: &str) -> Option<(PathBuf, Value)> {
+pub(super) fn comment_event(home: &Home, body: &str) -> Option<(PathBuf, Value)> {
     let mut payload = example("issue_comment", "created")?;
     payload["comment"]["body"] = json!(body);
     Some((write_event(home, &payload), payload))
@@ -174,7 +174,7 @@ fn write_event(home: &Home, payload: &Value) -> PathBuf {
 }
 
 /// `opencode github run` as Actions runs it for event `name`, against the stand-in at `api`.
-fn github_run(home: &Home, mock: &MockProvider, name: &str, event: &Path, api: &str) -> assert_cmd::Command {
+pub(super) fn github_run(home: &Home, mock: &MockProvider, name: &str, event: &Path, api: &str) -> assert_cmd::Command {
     let mut command = home.opencode(&["github", "run"]);
     command
         .env("PATH", std::env::var("PATH").unwrap())
@@ -189,7 +189,7 @@ fn github_run(home: &Home, mock: &MockProvider, name: &str, event: &Path, api: &
     command
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -206,7 +206,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// The home's work directory as Actions checks a repository out: a clone of a bare `origin` (in
 /// the home) on `main`, which also has a branch `feature` one commit ahead; the bare remote.
-fn checkout(home: &Home) -> PathBuf {
+pub(super) fn checkout(home: &Home) -> PathBuf {
     let remote = home.path().join("origin.git");
     let work = home.work();
     git(home.path(), &["init", "--quiet", "--bare", "--initial-branch=main", remote.to_str().unwrap()]);
@@ -227,7 +227,7 @@ fn checkout(home: &Home) -> PathBuf {
 }
 
 /// The agent writes `FIX.md`, then answers.
-fn agent_fixes(mock: &MockProvider) {
+pub(super) fn agent_fixes(mock: &MockProvider) {
     mock.push(tool_call("call_1", "write", json!({"filePath": "FIX.md", "content": "fixed\n"})));
     mock.push(text("I added FIX.md."));
 }
@@ -526,7 +526,7 @@ fn rest_description() -> Option<&'static Value> {
 /// Fails unless every call is a valid operation of GitHub's REST API: a described path and
 /// method, described query parameters, and a body with the required fields and only described
 /// ones, each of its described type.
-fn assert_valid_rest(calls: &[Call]) {
+pub(super) fn assert_valid_rest(calls: &[Call]) {
     let Some(description) = rest_description() else { return };
     for call in calls {
         let (path, query) = call.path.split_once('?').unwrap_or((&call.path, ""));

@@ -20,6 +20,8 @@ use opencode_github::Trigger;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::ModelChoice;
 use opencode_session_runtime::PromptRequest;
+pub mod install;
+
 use std::sync::Arc;
 
 use opencode_session_store::NewSession;
