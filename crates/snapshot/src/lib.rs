@@ -81,13 +81,15 @@ impl Snapshots {
     /// The files that differ between tree `from` and the work tree now, as absolute paths.
     pub fn changed_files(&self, from: &str) -> Result<Vec<PathBuf>> {
         self.git(&["add", "--all", "."])?;
-        let names = self.git(&["diff", "--cached", "--no-ext-diff", "--no-renames", "--name-only", "-z", from, "--", "."])?;
+        let names =
+            self.git(&["diff", "--cached", "--no-ext-diff", "--no-renames", "--name-only", "-z", from, "--", "."])?;
         Ok(names.split('\0').filter(|name| !name.is_empty()).map(|name| self.worktree.join(name)).collect())
     }
 
     /// The changes from tree `from` to tree `to`, per file, sorted by path.
     pub fn diff(&self, from: &str, to: &str) -> Result<Vec<FileChange>> {
-        let statuses = self.git(&["diff", "--no-ext-diff", "--no-renames", "--name-status", "-z", from, to, "--", "."])?;
+        let statuses =
+            self.git(&["diff", "--no-ext-diff", "--no-renames", "--name-status", "-z", from, to, "--", "."])?;
         let counts = self.git(&["diff", "--no-ext-diff", "--no-renames", "--numstat", "-z", from, to, "--", "."])?;
         let patches = self.git_raw(&["diff", "--no-ext-diff", "--no-renames", "--patch", from, to, "--", "."])?;
         let patches = split_patches(&patches);
@@ -155,7 +157,8 @@ impl Snapshots {
     /// it did not have are removed (ignored files are left alone).
     pub fn restore(&self, tree: &str) -> Result<()> {
         let now = self.track()?;
-        let removed = self.git(&["diff", "--no-renames", "--name-only", "--diff-filter=A", "-z", tree, &now, "--", "."])?;
+        let removed =
+            self.git(&["diff", "--no-renames", "--name-only", "--diff-filter=A", "-z", tree, &now, "--", "."])?;
         self.git(&["read-tree", tree])?;
         self.git(&["checkout-index", "--all", "--force"])?;
         for name in removed.split('\0').filter(|name| !name.is_empty()) {

@@ -59,10 +59,10 @@ fn a_step_s_changes_are_listed_and_diffed_per_file() {
 
     let after = snapshots.track().unwrap();
     let diff = snapshots.diff(&before, &after).unwrap();
-    assert_eq!(diff.iter().map(|d| (d.file.as_str(), d.kind, d.additions, d.deletions)).collect::<Vec<_>>(), [
-        ("a.txt", ChangeKind::Modified, 1, 1),
-        ("new.txt", ChangeKind::Added, 1, 0)
-    ]);
+    assert_eq!(
+        diff.iter().map(|d| (d.file.as_str(), d.kind, d.additions, d.deletions)).collect::<Vec<_>>(),
+        [("a.txt", ChangeKind::Modified, 1, 1), ("new.txt", ChangeKind::Added, 1, 0)]
+    );
     assert!(diff[0].patch.starts_with("diff --git a/a.txt b/a.txt\n"), "{}", diff[0].patch);
     assert!(diff[0].patch.contains("\n-two\n+2\n"), "{}", diff[0].patch);
     assert!(diff[1].patch.contains("+fresh\n"), "{}", diff[1].patch);
