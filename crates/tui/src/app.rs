@@ -9,6 +9,7 @@ use crossterm::event::KeyEvent;
 use crossterm::event::KeyModifiers;
 use opencode_client::Agent;
 use opencode_client::Event;
+use opencode_client::FileDiff;
 use opencode_client::Message;
 use opencode_client::ModelRef;
 use opencode_client::PartKind;
@@ -64,6 +65,8 @@ pub enum Command {
         provider: String,
         model: String,
     },
+    /// Puts text on the clipboard through the terminal (OSC 52: works over SSH and without xclip).
+    Copy(String),
 }
 
 /// Everything that can change the state.
@@ -104,6 +107,10 @@ pub enum Overlay {
     Models {
         selected: usize,
     },
+    /// The primary agents (Tab cycles the same list).
+    Agents {
+        selected: usize,
+    },
     Help,
 }
 
@@ -114,6 +121,9 @@ pub struct Completion {
     pub files: Vec<String>,
     pub selected: usize,
 }
+
+/// Terminal width from which the sidebar shows unless the user hid it.
+pub const SIDEBAR_MIN_WIDTH: u16 = 120;
 
 pub struct App {
     pub theme: Theme,
@@ -150,6 +160,15 @@ pub struct App {
     pub notice: Option<String>,
     /// Prompts typed while disconnected, sent once the server is back.
     pub queued: Vec<Command>,
+    /// The sidebar shown or hidden by the user; `None` leaves it to the width (shown from
+    /// [`SIDEBAR_MIN_WIDTH`] columns).
+    pub sidebar: Option<bool>,
+    /// The terminal's width at the last frame (the sidebar's default depends on it).
+    pub last_width: u16,
+    /// The files the session changed (its user messages' diffs, then `session.diff`).
+    pub diff: Vec<FileDiff>,
+    /// The session's todo list (`todo.updated`).
+    pub todos: Vec<serde_json::Value>,
     leader: bool,
     pub quit: bool,
 }
@@ -182,6 +201,10 @@ impl App {
             options: transcript::Options::default(),
             notice: None,
             queued: Vec::new(),
+            sidebar: None,
+            last_width: 0,
+            diff: Vec::new(),
+            todos: Vec::new(),
             leader: false,
             quit: false,
         }
@@ -255,9 +278,11 @@ impl App {
         if !same {
             self.scroll = 0;
             self.busy = false;
+            self.todos.clear();
         }
         self.session = Some(session);
         self.messages = messages;
+        self.diff = turn_diffs(&self.messages);
         for message in &self.messages {
             let revision = self.next_revision;
             self.next_revision += 1;
@@ -295,6 +320,8 @@ impl App {
         }
         match &event {
             Event::SessionUpdated(session) => self.session = Some(session.clone()),
+            Event::SessionDiff { diff, .. } => self.diff = diff.clone(),
+            Event::TodoUpdated { todos, .. } => self.todos = todos.clone(),
             Event::SessionStatus { status, .. } => self.busy = *status != SessionStatus::Idle,
             Event::SessionIdle { .. } => self.busy = false,
             Event::SessionError { error, .. } => {
@@ -387,6 +414,7 @@ impl App {
         match &self.overlay {
             Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
             Overlay::Models { selected } => return self.models_key(key, *selected),
+            Overlay::Agents { selected } => return self.agents_key(key, *selected),
             Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Vec::new();
@@ -494,6 +522,9 @@ impl App {
             KeyCode::Char('n') => self.new_session(),
             KeyCode::Char('l') => self.overlay = Overlay::Sessions { selected: 0 },
             KeyCode::Char('m') => self.overlay = Overlay::Models { selected: 0 },
+            KeyCode::Char('a') => self.overlay = Overlay::Agents { selected: self.agent },
+            KeyCode::Char('b') => self.toggle_sidebar(),
+            KeyCode::Char('y') => return self.copy_answer(),
             KeyCode::Char('u') => return self.undo(),
             KeyCode::Char('r') => return self.redo(),
             KeyCode::Char('c') => return self.compact(),
@@ -502,6 +533,57 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    fn agents_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let last = self.agents.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up => self.overlay = Overlay::Agents { selected: selected.saturating_sub(1) },
+            KeyCode::Down => self.overlay = Overlay::Agents { selected: (selected + 1).min(last) },
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if selected < self.agents.len() {
+                    self.agent = selected;
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Whether the sidebar shows at `width` columns.
+    pub fn sidebar_shown(&self, width: u16) -> bool {
+        self.sidebar.unwrap_or(width >= SIDEBAR_MIN_WIDTH)
+    }
+
+    /// Hides the sidebar if it shows at the last frame's width, shows it otherwise.
+    fn toggle_sidebar(&mut self) {
+        self.sidebar = Some(!self.sidebar_shown(self.last_width));
+    }
+
+    /// The last answer's text to the clipboard.
+    fn copy_answer(&mut self) -> Vec<Command> {
+        let answer = self.visible().iter().rev().find(|m| m.info.role == Role::Assistant).map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| match &p.kind {
+                    PartKind::Text { text, synthetic } if synthetic != &Some(true) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        });
+        match answer.filter(|text| !text.trim().is_empty()) {
+            Some(text) => {
+                self.notice = Some("answer sent to the terminal's clipboard (OSC 52)".to_owned());
+                vec![Command::Copy(text)]
+            }
+            None => {
+                self.notice = Some("no answer to copy yet".to_owned());
+                Vec::new()
+            }
+        }
     }
 
     fn sessions_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
@@ -589,6 +671,9 @@ impl App {
             "new" | "clear" => self.new_session(),
             "sessions" | "resume" | "continue" => self.overlay = Overlay::Sessions { selected: 0 },
             "models" => self.overlay = Overlay::Models { selected: 0 },
+            "agents" => self.overlay = Overlay::Agents { selected: self.agent },
+            "sidebar" => self.toggle_sidebar(),
+            "copy" => return self.copy_answer(),
             "undo" => return self.undo(),
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
@@ -651,6 +736,21 @@ impl App {
         };
         vec![Command::Compact { session: session.id.clone(), provider, model }]
     }
+}
+
+/// The session's changed files from its user messages' turn diffs (a later turn's entry for a file
+/// replaces an earlier one's).
+fn turn_diffs(messages: &[Message]) -> Vec<FileDiff> {
+    let mut files: Vec<FileDiff> = Vec::new();
+    for message in messages.iter().filter(|m| m.info.role == Role::User) {
+        let Some(diffs) = message.info.extra.get("summary").and_then(|s| s.get("diffs")) else { continue };
+        let diffs: Vec<FileDiff> = serde_json::from_value(diffs.clone()).unwrap_or_default();
+        for diff in diffs {
+            files.retain(|known| known.file != diff.file);
+            files.push(diff);
+        }
+    }
+    files
 }
 
 /// The message an event changes.

@@ -99,7 +99,10 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let mut last_frame = Instant::now() - FRAME;
     loop {
         for command in commands.drain(..) {
-            tokio::spawn(execute(client.clone(), command, results.clone()));
+            match command {
+                Command::Copy(text) => copy(terminal, &text)?,
+                command => drop(tokio::spawn(execute(client.clone(), command, results.clone()))),
+            }
         }
         if app.quit {
             return Ok(());
@@ -138,6 +141,17 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     }
 }
 
+/// Puts `text` on the clipboard with OSC 52: the terminal (local, or the one an SSH session runs
+/// in) sets it; nothing here can tell whether it did, so the notice says where the text was sent.
+fn copy(terminal: &mut Term, text: &str) -> std::io::Result<()> {
+    use base64::Engine;
+    use std::io::Write;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let backend = terminal.backend_mut();
+    write!(backend, "\x1b]52;c;{encoded}\x07")?;
+    backend.flush()
+}
+
 fn enter_key() -> crossterm::event::KeyEvent {
     crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Enter, crossterm::event::KeyModifiers::NONE)
 }
@@ -158,6 +172,8 @@ async fn run_command(
     results: &mpsc::UnboundedSender<Msg>,
 ) -> Result<Option<Msg>, opencode_client::ClientError> {
     Ok(Some(match command {
+        // The terminal loop writes it to the terminal itself.
+        Command::Copy(_) => return Ok(None),
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
         Command::LoadAgents => Msg::Agents(client.agents().await?),
         Command::LoadProviders => Msg::Providers(client.providers().await?),

@@ -276,3 +276,57 @@ fn a_running_command_shows_its_latest_output() {
     assert!(shown.contains("$ ./build.sh …") && shown.contains("line 20"), "{shown}");
     assert!(shown.contains("earlier lines") && !shown.contains("line 1\n"), "{shown}");
 }
+
+#[test]
+fn the_sidebar_shows_context_changed_files_and_todos_on_wide_terminals() {
+    let mut app = app();
+    let mut stored = messages();
+    stored[0].info.extra.insert(
+        "summary".to_owned(),
+        json!({"diffs": [{"file": "src/lib.rs", "additions": 1, "deletions": 1, "status": "modified"}]}),
+    );
+    app.update(Msg::Opened(session(json!({})), stored));
+    assert_eq!(app.diff.len(), 1, "the turns' diffs of a session just opened");
+    app.update(Msg::Server(Event::from_json(json!({"type": "todo.updated", "properties": {"sessionID": SESSION,
+        "todos": [{"content": "Fix the answer", "status": "completed"}, {"content": "Add a test", "status": "pending"}]}}))));
+    let wide = frame(&mut app, 130, 16);
+    snapshot("sidebar_130x16", &wide);
+    assert!(!frame(&mut app, 80, 16).contains("Modified files"), "no sidebar on a narrow terminal");
+
+    // session.diff replaces the list; ctrl+x b hides the sidebar, and shows it again.
+    app.update(Msg::Server(Event::from_json(json!({"type": "session.diff", "properties": {"sessionID": SESSION,
+        "diff": [{"file": "README.md", "additions": 3, "deletions": 0, "status": "added"}]}}))));
+    assert!(frame(&mut app, 130, 16).contains("README.md +3 -0"));
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('b'), KeyModifiers::NONE);
+    assert!(!frame(&mut app, 130, 16).contains("Modified files"));
+    type_text(&mut app, "/sidebar");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(frame(&mut app, 130, 16).contains("Modified files"));
+}
+
+#[test]
+fn ctrl_x_y_copies_the_last_answer_and_ctrl_x_a_picks_an_agent() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    let commands = key(&mut app, KeyCode::Char('y'), KeyModifiers::NONE);
+    assert_eq!(
+        commands,
+        [Command::Copy("Fixed: `answer()` now returns **42**.\n\n- edited `src/lib.rs`\n- the test passes".to_owned())]
+    );
+    assert_eq!(app.notice.as_deref(), Some("answer sent to the terminal's clipboard (OSC 52)"));
+
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+    snapshot("agents_60x10", &frame(&mut app, 60, 10));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.agent_name(), "plan");
+
+    // Nothing to copy in a new session: said, and nothing sent.
+    type_text(&mut app, "/new");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    type_text(&mut app, "/copy");
+    assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+    assert_eq!(app.notice.as_deref(), Some("no answer to copy yet"));
+}
