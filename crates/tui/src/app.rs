@@ -8,6 +8,7 @@ use crossterm::event::KeyCode;
 use crossterm::event::KeyEvent;
 use crossterm::event::KeyModifiers;
 use opencode_client::Agent;
+use opencode_client::CommandInfo;
 use opencode_client::Event;
 use opencode_client::FileDiff;
 use opencode_client::Message;
@@ -29,6 +30,7 @@ use crate::transcript::Transcript;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     LoadSessions,
+    LoadCommands,
     LoadAgents,
     LoadProviders,
     LoadPermissions,
@@ -65,6 +67,14 @@ pub enum Command {
         provider: String,
         model: String,
     },
+    /// A configured command (`/name arguments`), expanded and run by the server.
+    RunCommand {
+        session: Option<String>,
+        name: String,
+        arguments: String,
+        agent: String,
+        model: Option<ModelRef>,
+    },
     /// Puts text on the clipboard through the terminal (OSC 52: works over SSH and without xclip).
     Copy(String),
 }
@@ -79,6 +89,7 @@ pub enum Msg {
     Reconnected,
     Sessions(Vec<Session>),
     Agents(Vec<Agent>),
+    Commands(Vec<CommandInfo>),
     Providers(Providers),
     Permissions(Vec<PermissionRequest>),
     /// Files matching `query` (an `@` completion).
@@ -122,6 +133,22 @@ pub struct Completion {
     pub selected: usize,
 }
 
+/// The commands the TUI runs itself, with what they do (the `/` menu lists them first).
+pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
+    ("new", "start a new session"),
+    ("sessions", "switch session"),
+    ("models", "choose the model"),
+    ("agents", "choose the agent"),
+    ("compact", "compact the history"),
+    ("undo", "undo the last prompt"),
+    ("redo", "restore what undo removed"),
+    ("copy", "copy the last answer"),
+    ("sidebar", "show or hide the sidebar"),
+    ("thinking", "show or hide reasoning"),
+    ("help", "keys and commands"),
+    ("exit", "quit"),
+];
+
 /// Terminal width from which the sidebar shows unless the user hid it.
 pub const SIDEBAR_MIN_WIDTH: u16 = 120;
 
@@ -141,6 +168,10 @@ pub struct App {
     /// The agent to select once the agents are known (`--agent`).
     pub preferred_agent: Option<String>,
     pub providers: Providers,
+    /// The configured commands (`/name` runs them).
+    pub commands: Vec<CommandInfo>,
+    /// The highlighted entry of the `/` menu.
+    pub slash_selected: usize,
     /// The model chosen in the picker (or with `--model`) for the next prompts.
     pub model_choice: Option<ModelRef>,
     pub completion: Option<Completion>,
@@ -189,6 +220,8 @@ impl App {
             agent: 0,
             preferred_agent: None,
             providers: Providers::default(),
+            commands: Vec::new(),
+            slash_selected: 0,
             model_choice: None,
             completion: None,
             mentions: Vec::new(),
@@ -212,8 +245,13 @@ impl App {
 
     /// The calls to make at start: what the screens need, and the session to show.
     pub fn start(&mut self, session: Option<String>) -> Vec<Command> {
-        let mut commands =
-            vec![Command::LoadAgents, Command::LoadProviders, Command::LoadSessions, Command::LoadPermissions];
+        let mut commands = vec![
+            Command::LoadAgents,
+            Command::LoadProviders,
+            Command::LoadCommands,
+            Command::LoadSessions,
+            Command::LoadPermissions,
+        ];
         commands.extend(session.map(Command::OpenSession));
         commands
     }
@@ -249,6 +287,10 @@ impl App {
             }
             Msg::Providers(providers) => {
                 self.providers = providers;
+                Vec::new()
+            }
+            Msg::Commands(commands) => {
+                self.commands = commands;
                 Vec::new()
             }
             Msg::Permissions(permissions) => {
@@ -427,6 +469,9 @@ impl App {
         if self.completion.is_some() && self.completion_key(key) {
             return Vec::new();
         }
+        if let Some(commands) = self.slash_menu_key(key) {
+            return commands;
+        }
         match key.code {
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert('\n'),
             KeyCode::Enter => return self.submit(),
@@ -445,6 +490,7 @@ impl App {
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
             _ => {
                 self.input.key(key);
+                self.slash_selected = 0;
                 return self.complete();
             }
         }
@@ -667,7 +713,8 @@ impl App {
     }
 
     fn slash(&mut self, command: &str) -> Vec<Command> {
-        match command {
+        let (name, arguments) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+        match name {
             "new" | "clear" => self.new_session(),
             "sessions" | "resume" | "continue" => self.overlay = Overlay::Sessions { selected: 0 },
             "models" => self.overlay = Overlay::Models { selected: 0 },
@@ -680,9 +727,59 @@ impl App {
             "thinking" => self.options.thinking = !self.options.thinking,
             "help" => self.overlay = Overlay::Help,
             "exit" | "quit" | "q" => self.quit = true,
-            other => self.notice = Some(format!("unknown command /{other} (/help lists them)")),
+            _ => {
+                if self.commands.iter().any(|c| c.name == name) {
+                    return vec![Command::RunCommand {
+                        session: self.session.as_ref().map(|s| s.id.clone()),
+                        name: name.to_owned(),
+                        arguments: arguments.trim().to_owned(),
+                        agent: self.agent_name().to_owned(),
+                        model: self.model_choice.clone(),
+                    }];
+                }
+                self.notice = Some(format!("unknown command /{name} (/help lists them)"));
+            }
         }
         Vec::new()
+    }
+
+    /// The `/` menu while a command name is typed at the start of the prompt: the built-in and the
+    /// configured commands whose name starts with what is typed, as `(name, description)`.
+    pub fn slash_menu(&self) -> Vec<(String, String)> {
+        let text = self.input.text();
+        let Some(typed) = text.strip_prefix('/') else { return Vec::new() };
+        if typed.contains(char::is_whitespace) || !self.input.at_end() {
+            return Vec::new();
+        }
+        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
+        BUILT_IN_COMMANDS
+            .iter()
+            .copied()
+            .chain(configured)
+            .filter(|(name, _)| name.starts_with(typed))
+            .map(|(name, description)| (name.to_owned(), description.to_owned()))
+            .collect()
+    }
+
+    /// Keys the `/` menu takes: moving, completing (tab), running (enter), closing (esc).
+    fn slash_menu_key(&mut self, key: KeyEvent) -> Option<Vec<Command>> {
+        let menu = self.slash_menu();
+        if menu.is_empty() {
+            return None;
+        }
+        let selected = self.slash_selected.min(menu.len() - 1);
+        match key.code {
+            KeyCode::Up => self.slash_selected = selected.saturating_sub(1),
+            KeyCode::Down => self.slash_selected = (selected + 1).min(menu.len() - 1),
+            KeyCode::Tab => self.input.set(&format!("/{} ", menu[selected].0)),
+            KeyCode::Enter => {
+                self.input.set(&format!("/{}", menu[selected].0));
+                return Some(self.submit());
+            }
+            KeyCode::Esc => self.input.set(""),
+            _ => return None,
+        }
+        Some(Vec::new())
     }
 
     fn new_session(&mut self) {

@@ -175,6 +175,7 @@ async fn run_command(
         // The terminal loop writes it to the terminal itself.
         Command::Copy(_) => return Ok(None),
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
+        Command::LoadCommands => Msg::Commands(client.commands().await?),
         Command::LoadAgents => Msg::Agents(client.agents().await?),
         Command::LoadProviders => Msg::Providers(client.providers().await?),
         Command::LoadPermissions => Msg::Permissions(client.permissions().await?),
@@ -191,6 +192,12 @@ async fn run_command(
             let mut body = PromptBody { agent, model, ..PromptBody::text(text) };
             body.parts.extend(files.iter().map(|file| file_part(client, file)));
             client.prompt_async_with(&id, &body).await?;
+            return Ok(None);
+        }
+        Command::RunCommand { session, name, arguments, agent, model } => {
+            let id = session_for(client, session, results).await?;
+            let model = model.map(|m| format!("{}/{}", m.provider_id, m.model_id));
+            client.command(&id, &name, &arguments, Some(&agent), model.as_deref()).await?;
             return Ok(None);
         }
         Command::Shell { session, command, agent } => {

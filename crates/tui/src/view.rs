@@ -51,6 +51,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
     input(frame, app, prompt);
     completion(frame, app, body);
+    slash_menu(frame, app, body);
     status_line(frame, app, status);
     match app.overlay {
         Overlay::Sessions { selected } => sessions(frame, app, area, selected),
@@ -317,6 +318,19 @@ fn completion(frame: &mut Frame, app: &App, body: Rect) {
     let popup = Rect { y: body.y + body.height - height, height, width: body.width.min(60), ..body };
     let items = completion.files.iter().map(|f| (f.clone(), Style::default())).collect();
     list(frame, popup, " @ files · tab/enter esc ", items, completion.selected, "", &app.theme);
+}
+
+/// The `/` command menu, above the prompt box.
+fn slash_menu(frame: &mut Frame, app: &App, body: Rect) {
+    let menu = app.slash_menu();
+    if menu.is_empty() {
+        return;
+    }
+    let height = (menu.len() as u16 + 2).min(body.height).min(12);
+    let popup = Rect { y: body.y + body.height - height, height, width: body.width.min(70), ..body };
+    let items = menu.into_iter().map(|(name, description)| (format!("/{name:<14} {description}"), Style::default()));
+    let selected = app.slash_selected;
+    list(frame, popup, " commands · ↑/↓ tab enter esc ", items.collect(), selected, "", &app.theme);
 }
 
 /// A bordered list with the selected row reversed, scrolled to keep it in view.

@@ -174,6 +174,30 @@ fn a_turn_with_a_tool_call_agents_undo_and_resize_in_a_real_terminal() {
 }
 
 #[test]
+fn a_configured_command_runs_from_the_slash_menu_and_the_sidebar_shows_the_context() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(
+        &home,
+        &mock,
+        json!({"command": {"hello": {"template": "Say hello to $ARGUMENTS", "description": "Greets"}}}),
+    );
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "/hell"]).status().unwrap();
+    tui.wait_for(&["/hello", "Greets"]);
+    tui.keys(&["Tab"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "the team"]).status().unwrap();
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["Say hello to the team", ANSWER]);
+    let sent = mock.requests()[0].body_json().unwrap().to_string();
+    assert!(sent.contains("Say hello to the team"), "{sent}");
+    // The sidebar (ctrl+x b on a narrow terminal) shows the session's context and cost.
+    tui.keys(&["C-x", "b"]);
+    tui.wait_for(&["Context", "tokens", "spent"]);
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();

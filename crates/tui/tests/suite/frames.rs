@@ -330,3 +330,37 @@ fn ctrl_x_y_copies_the_last_answer_and_ctrl_x_a_picks_an_agent() {
     assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
     assert_eq!(app.notice.as_deref(), Some("no answer to copy yet"));
 }
+
+#[test]
+fn slash_lists_built_in_and_configured_commands_and_runs_them() {
+    let mut app = app();
+    let commands = serde_json::from_value(json!([{"name": "review", "description": "Review the changes"}])).unwrap();
+    app.update(Msg::Commands(commands));
+    type_text(&mut app, "/");
+    assert_eq!(app.slash_menu().len(), opencode_tui::app::BUILT_IN_COMMANDS.len() + 1);
+    type_text(&mut app, "re");
+    let names: Vec<String> = app.slash_menu().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["redo", "review"]);
+    snapshot("slash_60x12", &frame(&mut app, 60, 12));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    let expected = |arguments: &str| Command::RunCommand {
+        session: Some(SESSION.to_owned()),
+        name: "review".to_owned(),
+        arguments: arguments.to_owned(),
+        agent: "build".to_owned(),
+        model: None,
+    };
+    assert_eq!(run, [expected("")]);
+
+    // With arguments the menu steps aside; tab completes a name.
+    type_text(&mut app, "/rev");
+    key(&mut app, KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(app.input.text(), "/review ");
+    type_text(&mut app, "src/lib.rs");
+    assert!(app.slash_menu().is_empty());
+    assert_eq!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE), [expected("src/lib.rs")]);
+    type_text(&mut app, "/nothing");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.notice.as_deref(), Some("unknown command /nothing (/help lists them)"));
+}
