@@ -5,7 +5,8 @@
 //! - [`app`]: the state and its update function. Keys, server events and call results go in as
 //!   [`app::Msg`]; calls to make come out as [`app::Command`]s. No I/O, so it is tested directly.
 //! - `view`: draws a frame from the state (transcript, permission dialog, prompt box, status line,
-//!   overlays); `transcript` renders and caches each message's wrapped lines; `markdown`, `wrap`.
+//!   overlays); `transcript` renders and caches each message's wrapped lines; `markdown` (with
+//!   `highlight` for fenced code), `wrap`.
 //! - `runner`: the terminal loop. It draws only when something changed, at most every 16 ms, and
 //!   sleeps otherwise.
 //!
@@ -14,6 +15,7 @@
 //! `runner::run_command`.
 
 pub mod app;
+mod highlight;
 mod input;
 mod markdown;
 mod runner;

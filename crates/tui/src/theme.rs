@@ -13,6 +13,8 @@ pub struct Theme {
     pub error: Color,
     pub success: Color,
     pub warning: Color,
+    /// Keywords in highlighted code.
+    pub keyword: Color,
     /// Agent colours, by position in the agent list (an agent's own `color` wins).
     pub agents: Vec<Color>,
 }
@@ -26,6 +28,7 @@ impl Default for Theme {
             error: Color::Red,
             success: Color::Green,
             warning: Color::Yellow,
+            keyword: Color::Magenta,
             agents: vec![Color::Blue, Color::Magenta, Color::Green, Color::Yellow, Color::Cyan, Color::Red],
         }
     }
