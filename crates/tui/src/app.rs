@@ -118,6 +118,11 @@ pub enum Overlay {
     Models {
         selected: usize,
     },
+    /// Every command, filtered by what is typed (ctrl+p).
+    Palette {
+        query: String,
+        selected: usize,
+    },
     /// The primary agents (Tab cycles the same list).
     Agents {
         selected: usize,
@@ -453,10 +458,18 @@ impl App {
             self.leader = true;
             return Vec::new();
         }
+        if ctrl && key.code == KeyCode::Char('p') {
+            self.overlay = Overlay::Palette { query: String::new(), selected: 0 };
+            return Vec::new();
+        }
         match &self.overlay {
             Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
             Overlay::Models { selected } => return self.models_key(key, *selected),
             Overlay::Agents { selected } => return self.agents_key(key, *selected),
+            Overlay::Palette { query, selected } => {
+                let (query, selected) = (query.clone(), *selected);
+                return self.palette_key(key, query, selected);
+            }
             Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Vec::new();
@@ -578,6 +591,52 @@ impl App {
             KeyCode::Char('q') => self.quit = true,
             _ => {}
         }
+        Vec::new()
+    }
+
+    /// The palette's entries for `query`: every built-in and configured command whose name or
+    /// description contains it (any case), as `(name, description)`.
+    pub fn palette(&self, query: &str) -> Vec<(String, String)> {
+        let query = query.to_lowercase();
+        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
+        BUILT_IN_COMMANDS
+            .iter()
+            .copied()
+            .chain(configured)
+            .filter(|(name, description)| {
+                name.to_lowercase().contains(&query) || description.to_lowercase().contains(&query)
+            })
+            .map(|(name, description)| (name.to_owned(), description.to_owned()))
+            .collect()
+    }
+
+    fn palette_key(&mut self, key: KeyEvent, mut query: String, selected: usize) -> Vec<Command> {
+        let entries = self.palette(&query);
+        let selected = match key.code {
+            KeyCode::Up => selected.saturating_sub(1),
+            KeyCode::Down => (selected + 1).min(entries.len().saturating_sub(1)),
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                return match entries.get(selected) {
+                    Some((name, _)) => self.slash(&name.clone()),
+                    None => Vec::new(),
+                };
+            }
+            KeyCode::Esc => {
+                self.overlay = Overlay::None;
+                return Vec::new();
+            }
+            KeyCode::Backspace => {
+                query.pop();
+                0
+            }
+            KeyCode::Char(c) => {
+                query.push(c);
+                0
+            }
+            _ => selected,
+        };
+        self.overlay = Overlay::Palette { query, selected };
         Vec::new()
     }
 

@@ -53,10 +53,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     completion(frame, app, body);
     slash_menu(frame, app, body);
     status_line(frame, app, status);
-    match app.overlay {
-        Overlay::Sessions { selected } => sessions(frame, app, area, selected),
-        Overlay::Models { selected } => models(frame, app, area, selected),
-        Overlay::Agents { selected } => agents(frame, app, area, selected),
+    match &app.overlay {
+        Overlay::Palette { query, selected } => palette(frame, app, area, query, *selected),
+        Overlay::Sessions { selected } => sessions(frame, app, area, *selected),
+        Overlay::Models { selected } => models(frame, app, area, *selected),
+        Overlay::Agents { selected } => agents(frame, app, area, *selected),
         Overlay::Help => help(frame, app, area),
         Overlay::None => {}
     }
@@ -250,6 +251,16 @@ fn models(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
     );
 }
 
+fn palette(frame: &mut Frame, app: &App, area: Rect, query: &str, selected: usize) {
+    let items = app
+        .palette(query)
+        .into_iter()
+        .map(|(name, description)| (format!("/{name:<14} {description}"), Style::default()))
+        .collect();
+    let title = format!(" Commands: {query}▏ · ↑/↓ enter esc ");
+    list(frame, centered(area, 70, 16), &title, items, selected, "no command matches", &app.theme);
+}
+
 fn agents(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
     let items = app
         .agents
@@ -364,7 +375,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 23);
+    let popup = centered(area, 64, 24);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -372,6 +383,7 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("pageup / pagedown", "scroll"),
         ("ctrl+x n  /new", "new session"),
         ("ctrl+x l  /sessions", "switch session"),
+        ("ctrl+p", "all commands, searchable"),
         ("ctrl+x m  /models", "choose the model"),
         ("ctrl+x a  /agents", "choose the agent"),
         ("ctrl+x b  /sidebar", "show or hide the sidebar"),

@@ -364,3 +364,22 @@ fn slash_lists_built_in_and_configured_commands_and_runs_them() {
     key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     assert_eq!(app.notice.as_deref(), Some("unknown command /nothing (/help lists them)"));
 }
+
+#[test]
+fn ctrl_p_finds_a_command_by_name_or_description_and_runs_it() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "side");
+    snapshot("palette_60x10", &frame(&mut app, 60, 10));
+    assert_eq!(app.palette("side"), [("sidebar".to_owned(), "show or hide the sidebar".to_owned())]);
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.sidebar, Some(true), "the 80-column default was hidden; running it shows the sidebar");
+    // By description: "last answer" is in /copy's.
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "last answer");
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(matches!(&run[..], [Command::Copy(_)]), "{run:?}");
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "zzz");
+    assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+}
