@@ -75,6 +75,10 @@ pub enum Command {
         agent: String,
         model: Option<ModelRef>,
     },
+    /// Edits the prompt in `$VISUAL` / `$EDITOR` (the terminal is handed over until it exits).
+    Editor(String),
+    /// Writes the session's transcript as markdown to a file in the current directory.
+    Export(String),
     /// Puts text on the clipboard through the terminal (OSC 52: works over SSH and without xclip).
     Copy(String),
 }
@@ -97,9 +101,13 @@ pub enum Msg {
         query: String,
         files: Vec<String>,
     },
+    /// The prompt as the external editor left it.
+    Edited(String),
     /// A session and its messages (opened, or just created for a prompt).
     Opened(Session, Vec<Message>),
     Failed(String),
+    /// Something done that the status line reports (a file written).
+    Notice(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +156,8 @@ pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
     ("undo", "undo the last prompt"),
     ("redo", "restore what undo removed"),
     ("copy", "copy the last answer"),
+    ("editor", "write the prompt in $EDITOR"),
+    ("export", "save the transcript as markdown"),
     ("sidebar", "show or hide the sidebar"),
     ("thinking", "show or hide reasoning"),
     ("help", "keys and commands"),
@@ -309,11 +319,15 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::Edited(text) => {
+                self.input.set(text.trim_end_matches('\n'));
+                Vec::new()
+            }
             Msg::Opened(session, messages) => {
                 self.open(session, messages);
                 Vec::new()
             }
-            Msg::Failed(message) => {
+            Msg::Failed(message) | Msg::Notice(message) => {
                 self.notice = Some(message);
                 Vec::new()
             }
@@ -584,6 +598,8 @@ impl App {
             KeyCode::Char('a') => self.overlay = Overlay::Agents { selected: self.agent },
             KeyCode::Char('b') => self.toggle_sidebar(),
             KeyCode::Char('y') => return self.copy_answer(),
+            KeyCode::Char('e') => return vec![Command::Editor(self.input.text().to_owned())],
+            KeyCode::Char('x') => return self.export(),
             KeyCode::Char('u') => return self.undo(),
             KeyCode::Char('r') => return self.redo(),
             KeyCode::Char('c') => return self.compact(),
@@ -665,6 +681,16 @@ impl App {
     /// Hides the sidebar if it shows at the last frame's width, shows it otherwise.
     fn toggle_sidebar(&mut self) {
         self.sidebar = Some(!self.sidebar_shown(self.last_width));
+    }
+
+    fn export(&mut self) -> Vec<Command> {
+        match &self.session {
+            Some(session) => vec![Command::Export(session.id.clone())],
+            None => {
+                self.notice = Some("nothing to export yet".to_owned());
+                Vec::new()
+            }
+        }
     }
 
     /// The last answer's text to the clipboard.
@@ -780,6 +806,8 @@ impl App {
             "agents" => self.overlay = Overlay::Agents { selected: self.agent },
             "sidebar" => self.toggle_sidebar(),
             "copy" => return self.copy_answer(),
+            "editor" => return vec![Command::Editor(arguments.to_owned())],
+            "export" => return self.export(),
             "undo" => return self.undo(),
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
@@ -892,6 +920,44 @@ impl App {
         };
         vec![Command::Compact { session: session.id.clone(), provider, model }]
     }
+}
+
+/// A session's transcript as markdown: each prompt and answer, tool calls with their input and
+/// output (what `/export` writes).
+pub fn transcript_markdown(session: &Session, messages: &[Message]) -> String {
+    let mut out = format!("# {}\n\n", session.title);
+    for message in messages {
+        let heading = match message.info.role {
+            Role::User => "## User".to_owned(),
+            Role::Assistant => {
+                let agent = message.info.agent.as_deref().unwrap_or("assistant");
+                match &message.info.model_id {
+                    Some(model) => format!("## Assistant ({agent} · {model})"),
+                    None => format!("## Assistant ({agent})"),
+                }
+            }
+            Role::Other => continue,
+        };
+        out.push_str(&heading);
+        out.push_str("\n\n");
+        for part in &message.parts {
+            match &part.kind {
+                PartKind::Text { text, synthetic } if synthetic != &Some(true) => {
+                    out.push_str(text.trim_end());
+                    out.push_str("\n\n");
+                }
+                PartKind::Tool { tool, state, .. } => {
+                    let input = serde_json::to_string_pretty(&state.input).unwrap_or_default();
+                    out.push_str(&format!("**Tool: {tool}**\n\n```json\n{input}\n```\n\n"));
+                    if let Some(output) = state.output.as_deref().filter(|o| !o.is_empty()) {
+                        out.push_str(&format!("```\n{}\n```\n\n", output.trim_end()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// The session's changed files from its user messages' turn diffs (a later turn's entry for a file

@@ -98,11 +98,27 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let mut dirty = true;
     let mut last_frame = Instant::now() - FRAME;
     loop {
+        let mut local = Vec::new();
         for command in commands.drain(..) {
             match command {
                 Command::Copy(text) => copy(terminal, &text)?,
+                Command::Editor(text) => {
+                    // The editor reads the keyboard: our reader stops until it exits.
+                    drop(keys);
+                    let edited = edit(terminal, &text);
+                    keys = TerminalEvents::new();
+                    redraw_all(terminal)?;
+                    dirty = true;
+                    local.push(match edited {
+                        Ok(text) => Msg::Edited(text),
+                        Err(message) => Msg::Failed(message),
+                    });
+                }
                 command => drop(tokio::spawn(execute(client.clone(), command, results.clone()))),
             }
+        }
+        for msg in local {
+            commands.extend(app.update(msg));
         }
         if app.quit {
             return Ok(());
@@ -141,6 +157,51 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     }
 }
 
+/// Hands the terminal to `$VISUAL` (else `$EDITOR`) on a file holding `text`; what it saved.
+fn edit(terminal: &mut Term, text: &str) -> Result<String, String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()))
+        .ok_or("set EDITOR (or VISUAL) to the editor to write prompts in")?;
+    let file = std::env::temp_dir().join(format!("opencode-prompt-{}.md", std::process::id()));
+    std::fs::write(&file, text).map_err(|err| format!("cannot write {}: {err}", file.display()))?;
+    leave(terminal);
+    // Through the shell, so EDITOR may carry arguments (`code --wait`).
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(&file).status();
+    let entered =
+        enable_raw_mode().and_then(|()| execute!(std::io::stdout(), EnterAlternateScreen, EnableBracketedPaste));
+    let edited = std::fs::read_to_string(&file);
+    let _removed = std::fs::remove_file(&file);
+    entered.map_err(|err| format!("cannot take the terminal back: {err}"))?;
+    match status {
+        Ok(status) if status.success() => edited.map_err(|err| format!("cannot read the edited prompt: {err}")),
+        Ok(status) => Err(format!("{editor} exited with {status}; the prompt is unchanged")),
+        Err(err) => Err(format!("cannot run {editor}: {err}")),
+    }
+}
+
+/// Blanks the screen and makes the next frame draw every cell. (`Terminal::clear` would ask the
+/// terminal for the cursor position, whose answer races the key reader just restarted.)
+fn redraw_all(terminal: &mut Term) -> std::io::Result<()> {
+    execute!(terminal.backend_mut(), crossterm::terminal::Clear(crossterm::terminal::ClearType::All))?;
+    // Each swap resets the buffer it leaves behind: two swaps leave both blank, as the screen is.
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    Ok(())
+}
+
+/// Writes the session's transcript to `opencode-<session>.md` in the current directory.
+async fn export(client: &Client, id: &str) -> Result<Msg, opencode_client::ClientError> {
+    let (session, messages) = tokio::try_join!(client.session(id), client.messages(id))?;
+    let file = std::path::PathBuf::from(format!("opencode-{id}.md"));
+    let text = crate::app::transcript_markdown(&session, &messages);
+    Ok(match std::fs::write(&file, text) {
+        Ok(()) => Msg::Notice(format!("transcript saved to {}", file.display())),
+        Err(err) => Msg::Failed(format!("cannot write {}: {err}", file.display())),
+    })
+}
+
 /// Puts `text` on the clipboard with OSC 52: the terminal (local, or the one an SSH session runs
 /// in) sets it; nothing here can tell whether it did, so the notice says where the text was sent.
 fn copy(terminal: &mut Term, text: &str) -> std::io::Result<()> {
@@ -172,8 +233,9 @@ async fn run_command(
     results: &mpsc::UnboundedSender<Msg>,
 ) -> Result<Option<Msg>, opencode_client::ClientError> {
     Ok(Some(match command {
-        // The terminal loop writes it to the terminal itself.
-        Command::Copy(_) => return Ok(None),
+        // The terminal loop runs these itself: they use the terminal.
+        Command::Copy(_) | Command::Editor(_) => return Ok(None),
+        Command::Export(id) => export(client, &id).await?,
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
         Command::LoadCommands => Msg::Commands(client.commands().await?),
         Command::LoadAgents => Msg::Agents(client.agents().await?),

@@ -375,7 +375,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 24);
+    let popup = centered(area, 64, 26);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -388,6 +388,8 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("ctrl+x a  /agents", "choose the agent"),
         ("ctrl+x b  /sidebar", "show or hide the sidebar"),
         ("ctrl+x y  /copy", "copy the last answer (OSC 52)"),
+        ("ctrl+x e  /editor", "write the prompt in $EDITOR"),
+        ("ctrl+x x  /export", "save the transcript as markdown"),
         ("@path", "attach a file (tab completes)"),
         ("ctrl+x u  /undo", "undo the last prompt"),
         ("ctrl+x r  /redo", "restore what undo removed"),

@@ -198,6 +198,29 @@ fn a_configured_command_runs_from_the_slash_menu_and_the_sidebar_shows_the_conte
 }
 
 #[test]
+fn the_external_editor_writes_the_prompt_and_export_saves_the_transcript() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let editor = home.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf 'list the files here' > \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let line = shell_line(&home, "").replacen("env -i ", &format!("env -i EDITOR='{}' ", editor.display()), 1);
+    let Some(tui) = Tmux::start(&line) else { return };
+    tui.wait_for(&["Ask anything"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "draft"]).status().unwrap();
+    tui.keys(&["C-x", "e"]);
+    tui.wait_for(&["│list the files here"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&[ANSWER]);
+    tui.keys(&["C-x", "x"]);
+    let screen = tui.wait_for(&["transcript saved to opencode-ses_"]);
+    let name = screen.split("transcript saved to ").nth(1).unwrap().split_whitespace().next().unwrap();
+    let saved = std::fs::read_to_string(home.work().join(name)).unwrap();
+    assert!(saved.contains("## User\n\nlist the files here") && saved.contains(ANSWER), "{saved}");
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();

@@ -383,3 +383,20 @@ fn ctrl_p_finds_a_command_by_name_or_description_and_runs_it() {
     type_text(&mut app, "zzz");
     assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
 }
+
+#[test]
+fn the_editor_takes_the_prompt_and_export_writes_the_transcript() {
+    let mut app = app();
+    type_text(&mut app, "draft");
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Char('e'), KeyModifiers::NONE), [Command::Editor("draft".to_owned())]);
+    app.update(Msg::Edited("a longer prompt\nover two lines\n".to_owned()));
+    assert_eq!(app.input.text(), "a longer prompt\nover two lines");
+
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Char('x'), KeyModifiers::NONE), [Command::Export(SESSION.to_owned())]);
+    let markdown = opencode_tui::app::transcript_markdown(&session(json!({})), &messages());
+    assert!(markdown.starts_with("# Fix the answer\n\n## User\n\nFix the answer in src/lib.rs\n\n"), "{markdown}");
+    assert!(markdown.contains("## Assistant (build · mock-model)\n\n**Tool: edit**\n\n```json\n{\n  \"filePath\": \"src/lib.rs\"\n}\n```\n\n```\nEdit applied.\n```"), "{markdown}");
+    assert!(markdown.ends_with("- the test passes\n\n"), "{markdown}");
+}
