@@ -616,3 +616,57 @@ fn the_rest_check_refuses_calls_github_does_not_describe() {
     assert!(refused(call("GET", "/repos/o/r/issues/1/comments?pages=2", Value::Null)), "no such parameter");
     assert!(refused(call("PATCH", "/repos/o/r/issues/comments/1", json!({"body": 5}))), "body is a string");
 }
+
+#[test]
+fn an_opened_issue_is_answered_in_a_comment() {
+    let (_rt, mock) = super::run::mock();
+    let home = Home::new();
+    let Some(payload) = example("issues", "opened") else { return };
+    let event = write_event(&home, &payload);
+    let api = Api::default();
+    let url = api.start();
+    mock.push(text("Set `timeout` in the config; the default is 30 s."));
+    let output = github_run(&home, &mock, "issues", &event, &url).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let n = payload["issue"]["number"].as_u64().unwrap();
+    let lines = api.lines();
+    assert_eq!(lines[0], format!("POST /repos/octo/repo/issues/{n}/comments Working on it… ([progress]({RUN}))"));
+    assert!(
+        lines[2].starts_with("PATCH /repos/octo/repo/issues/comments/900 Set `timeout` in the config"),
+        "{lines:?}"
+    );
+    assert_valid_rest(&api.calls());
+    let prompt = requests(&mock)[0].iter().find(|m| m["role"] == "user").unwrap()["content"].to_string();
+    assert!(prompt.starts_with("\"Answer this issue"), "{prompt}");
+}
+
+#[test]
+fn a_manual_run_does_the_workflows_prompt_and_opens_a_pull_request_for_its_changes() {
+    let (_rt, mock) = super::run::mock();
+    let home = Home::new();
+    let remote = checkout(&home);
+    let payload = json!({"inputs": {}, "ref": "refs/heads/main", "repository": {"full_name": "octo/repo", "default_branch": "main"}, "sender": {"login": "ana", "type": "User"}});
+    let event = write_event(&home, &payload);
+    let api = Api::default();
+    let url = api.start();
+    agent_fixes(&mock);
+    let output = github_run(&home, &mock, "workflow_dispatch", &event, &url)
+        .args(["--prompt", "add the weekly FIX.md"])
+        .env("GITHUB_ACTOR", "ana")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let branches = git(&remote, &["branch", "--list", "opencode/run-*", "--format=%(refname:short)"]);
+    assert_eq!(branches.lines().count(), 1, "{branches}");
+    let trailer = git(&remote, &["log", "-1", "--format=%b", &branches]);
+    assert_eq!(trailer, "Co-authored-by: ana <ana@users.noreply.github.com>");
+    let calls = api.calls();
+    assert_eq!(calls.len(), 1, "a manual run has no thread: only the pull request: {:?}", api.lines());
+    assert_eq!(calls[0].body["title"], "Add the weekly FIX.md");
+    assert_valid_rest(&calls);
+
+    // Without a prompt a manual run is refused, saying which input to set.
+    let output = github_run(&home, &mock, "workflow_dispatch", &event, &url).output().unwrap();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("set the action's `prompt` input"), "{}", stderr(&output));
+}
