@@ -341,6 +341,9 @@ pub struct PromptBody {
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelRef>,
+    /// One of the model's variants (`high`, `max`, ...), as `/config/providers` lists them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 impl PromptBody {

@@ -43,6 +43,8 @@ pub enum Command {
         text: String,
         agent: Option<String>,
         model: Option<ModelRef>,
+        /// The model's variant chosen with ctrl+t.
+        variant: Option<String>,
         /// Files mentioned with `@` (completed from the directory), sent as file parts.
         files: Vec<String>,
     },
@@ -189,6 +191,8 @@ pub struct App {
     pub slash_selected: usize,
     /// The model chosen in the picker (or with `--model`) for the next prompts.
     pub model_choice: Option<ModelRef>,
+    /// The model's variant for the next prompts (ctrl+t cycles them; `None` is the default).
+    pub variant: Option<String>,
     pub completion: Option<Completion>,
     /// Paths accepted from the `@` popup since the last prompt.
     mentions: Vec<String>,
@@ -238,6 +242,7 @@ impl App {
             commands: Vec::new(),
             slash_selected: 0,
             model_choice: None,
+            variant: None,
             completion: None,
             mentions: Vec::new(),
             undone: None,
@@ -472,6 +477,10 @@ impl App {
             self.leader = true;
             return Vec::new();
         }
+        if ctrl && key.code == KeyCode::Char('t') {
+            self.cycle_variant();
+            return Vec::new();
+        }
         if ctrl && key.code == KeyCode::Char('p') {
             self.overlay = Overlay::Palette { query: String::new(), selected: 0 };
             return Vec::new();
@@ -566,6 +575,29 @@ impl App {
         true
     }
 
+    /// The current model's variants, as `/config/providers` lists them.
+    pub fn variants(&self) -> Vec<String> {
+        let Some((provider, model)) = self.model() else { return Vec::new() };
+        let provider = self.providers.providers.iter().find(|p| p.id == provider);
+        let variants = provider.and_then(|p| p.models.get(&model)).and_then(|m| m.get("variants"));
+        variants.and_then(|v| v.as_object()).map(|v| v.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The next variant of the model, after the last back to its default.
+    fn cycle_variant(&mut self) {
+        let variants = self.variants();
+        if variants.is_empty() {
+            self.notice = Some("this model has no variants".to_owned());
+            return;
+        }
+        let next = match &self.variant {
+            None => variants.first().cloned(),
+            Some(current) => variants.iter().skip_while(|v| *v != current).nth(1).cloned(),
+        };
+        self.notice = Some(format!("variant: {}", next.as_deref().unwrap_or("default")));
+        self.variant = next;
+    }
+
     /// Every model of every provider, as `(provider, model)`, in the providers' order.
     pub fn models(&self) -> Vec<(String, String)> {
         self.providers.providers.iter().flat_map(|p| p.models.keys().map(|m| (p.id.clone(), m.clone()))).collect()
@@ -582,6 +614,8 @@ impl App {
                 self.overlay = Overlay::None;
                 if let Some((provider, model)) = models.get(selected) {
                     self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
+                    // Variants belong to a model.
+                    self.variant = None;
                 }
             }
             KeyCode::Esc => self.overlay = Overlay::None,
@@ -783,6 +817,7 @@ impl App {
                 text: text.trim_end().to_owned(),
                 agent: Some(self.agent_name().to_owned()),
                 model: self.model_choice.clone(),
+                variant: self.variant.clone(),
                 files: std::mem::take(&mut self.mentions)
                     .into_iter()
                     .filter(|file| text.contains(&format!("@{file}")))

@@ -249,9 +249,9 @@ async fn run_command(
             let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
             Msg::Opened(session, messages)
         }
-        Command::Prompt { session, text, agent, model, files } => {
+        Command::Prompt { session, text, agent, model, variant, files } => {
             let id = session_for(client, session, results).await?;
-            let mut body = PromptBody { agent, model, ..PromptBody::text(text) };
+            let mut body = PromptBody { agent, model, variant, ..PromptBody::text(text) };
             body.parts.extend(files.iter().map(|file| file_part(client, file)));
             client.prompt_async_with(&id, &body).await?;
             return Ok(None);

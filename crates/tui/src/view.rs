@@ -187,7 +187,10 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let (used, limit, cost) = app.context();
     let mut right = Vec::new();
     if let Some((_, model)) = app.model() {
-        right.push(model);
+        match &app.variant {
+            Some(variant) => right.push(format!("{model} {variant}")),
+            None => right.push(model),
+        }
     }
     if used > 0 {
         let percent = limit.filter(|l| *l > 0).map(|l| format!(" ({}%)", used * 100 / l)).unwrap_or_default();
@@ -375,7 +378,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 26);
+    let popup = centered(area, 64, 27);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -385,6 +388,7 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("ctrl+x l  /sessions", "switch session"),
         ("ctrl+p", "all commands, searchable"),
         ("ctrl+x m  /models", "choose the model"),
+        ("ctrl+t", "next variant of the model"),
         ("ctrl+x a  /agents", "choose the agent"),
         ("ctrl+x b  /sidebar", "show or hide the sidebar"),
         ("ctrl+x y  /copy", "copy the last answer (OSC 52)"),

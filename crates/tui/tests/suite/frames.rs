@@ -193,6 +193,7 @@ fn keys_switch_agents_prompt_undo_and_open_overlays() {
             text: "and add a test".into(),
             agent: Some("build".into()),
             model: None,
+            variant: None,
             files: Vec::new()
         }]
     );
@@ -253,6 +254,7 @@ fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
         text: "still there?".into(),
         agent: Some("build".into()),
         model: None,
+        variant: None,
         files: Vec::new()
     }));
     assert!(resumed.contains(&Command::OpenSession(SESSION.into())), "{resumed:?}");
@@ -399,4 +401,28 @@ fn the_editor_takes_the_prompt_and_export_writes_the_transcript() {
     assert!(markdown.starts_with("# Fix the answer\n\n## User\n\nFix the answer in src/lib.rs\n\n"), "{markdown}");
     assert!(markdown.contains("## Assistant (build · mock-model)\n\n**Tool: edit**\n\n```json\n{\n  \"filePath\": \"src/lib.rs\"\n}\n```\n\n```\nEdit applied.\n```"), "{markdown}");
     assert!(markdown.ends_with("- the test passes\n\n"), "{markdown}");
+}
+
+#[test]
+fn ctrl_t_cycles_the_models_variants_and_the_prompt_carries_the_choice() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(app.notice.as_deref(), Some("this model has no variants"));
+    let providers = serde_json::from_value(json!({"providers": [{"id": "mock", "name": "Mock",
+        "models": {"mock-model": {"limit": {"context": 128000}, "variants": {"high": {}, "max": {}}}}}],
+        "default": {"mock": "mock-model"}}))
+    .unwrap();
+    app.update(Msg::Providers(providers));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        seen.push(app.variant.clone());
+    }
+    assert_eq!(seen, [Some("high".to_owned()), Some("max".to_owned()), None]);
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(app.notice.as_deref(), Some("variant: high"));
+    type_text(&mut app, "think hard");
+    assert!(frame(&mut app, 80, 6).contains("mock-model high"), "the status line names the variant");
+    let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(matches!(&sent[..], [Command::Prompt { variant: Some(v), .. }] if v == "high"), "{sent:?}");
 }
