@@ -77,6 +77,8 @@ pub enum Command {
         agent: String,
         model: Option<ModelRef>,
     },
+    /// Switches to theme `name` and keeps the choice in `tui.json`.
+    SetTheme(String),
     /// Edits the prompt in `$VISUAL` / `$EDITOR` (the terminal is handed over until it exits).
     Editor(String),
     /// Writes the session's transcript as markdown to a file in the current directory.
@@ -133,6 +135,10 @@ pub enum Overlay {
         query: String,
         selected: usize,
     },
+    /// The themes found (`system` and the theme files).
+    Themes {
+        selected: usize,
+    },
     /// The primary agents (Tab cycles the same list).
     Agents {
         selected: usize,
@@ -162,6 +168,7 @@ pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
     ("export", "save the transcript as markdown"),
     ("sidebar", "show or hide the sidebar"),
     ("thinking", "show or hide reasoning"),
+    ("themes", "choose the colours"),
     ("help", "keys and commands"),
     ("exit", "quit"),
 ];
@@ -219,6 +226,8 @@ pub struct App {
     pub diff: Vec<FileDiff>,
     /// The session's todo list (`todo.updated`).
     pub todos: Vec<serde_json::Value>,
+    /// The themes the user can choose (ctrl+x t).
+    pub theme_names: Vec<String>,
     leader: bool,
     pub quit: bool,
 }
@@ -258,6 +267,7 @@ impl App {
             last_width: 0,
             diff: Vec::new(),
             todos: Vec::new(),
+            theme_names: vec!["system".to_owned()],
             leader: false,
             quit: false,
         }
@@ -489,6 +499,7 @@ impl App {
             Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
             Overlay::Models { selected } => return self.models_key(key, *selected),
             Overlay::Agents { selected } => return self.agents_key(key, *selected),
+            Overlay::Themes { selected } => return self.themes_key(key, *selected),
             Overlay::Palette { query, selected } => {
                 let (query, selected) = (query.clone(), *selected);
                 return self.palette_key(key, query, selected);
@@ -631,6 +642,7 @@ impl App {
             KeyCode::Char('m') => self.overlay = Overlay::Models { selected: 0 },
             KeyCode::Char('a') => self.overlay = Overlay::Agents { selected: self.agent },
             KeyCode::Char('b') => self.toggle_sidebar(),
+            KeyCode::Char('t') => self.overlay = Overlay::Themes { selected: 0 },
             KeyCode::Char('y') => return self.copy_answer(),
             KeyCode::Char('e') => return vec![Command::Editor(self.input.text().to_owned())],
             KeyCode::Char('x') => return self.export(),
@@ -688,6 +700,29 @@ impl App {
         };
         self.overlay = Overlay::Palette { query, selected };
         Vec::new()
+    }
+
+    fn themes_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let last = self.theme_names.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up => self.overlay = Overlay::Themes { selected: selected.saturating_sub(1) },
+            KeyCode::Down => self.overlay = Overlay::Themes { selected: (selected + 1).min(last) },
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if let Some(name) = self.theme_names.get(selected) {
+                    return vec![Command::SetTheme(name.clone())];
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Uses `theme` from the next frame on (every cached line is rendered again in its colours).
+    pub fn set_theme(&mut self, theme: Theme) {
+        self.theme = theme;
+        self.transcript = Transcript::default();
     }
 
     fn agents_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
@@ -840,6 +875,7 @@ impl App {
             "models" => self.overlay = Overlay::Models { selected: 0 },
             "agents" => self.overlay = Overlay::Agents { selected: self.agent },
             "sidebar" => self.toggle_sidebar(),
+            "themes" => self.overlay = Overlay::Themes { selected: 0 },
             "copy" => return self.copy_answer(),
             "editor" => return vec![Command::Editor(arguments.to_owned())],
             "export" => return self.export(),

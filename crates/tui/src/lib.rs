@@ -28,3 +28,6 @@ pub use runner::TuiError;
 pub use runner::TuiOptions;
 pub use runner::run;
 pub use theme::Theme;
+pub use theme::Themes;
+pub use theme::dark_background;
+pub use theme::theme_dirs;

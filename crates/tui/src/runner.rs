@@ -42,6 +42,13 @@ pub struct TuiOptions {
     pub agent: Option<String>,
     /// The model to prompt with (`--model provider/model`).
     pub model: Option<opencode_client::ModelRef>,
+    /// Where theme files are (the user's, then the project's).
+    pub themes: crate::theme::Themes,
+    /// The TUI's own settings file (`tui.json`: `theme`), read at start and updated when the user
+    /// picks a theme.
+    pub settings: Option<std::path::PathBuf>,
+    /// Whether the terminal's background is dark (themes have dark and light variants).
+    pub dark: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +92,14 @@ fn leave(terminal: &mut Term) {
 
 async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) -> Result<(), TuiError> {
     let mut app = App::new(Theme::default());
+    app.theme_names = options.themes.names();
+    let configured = options.settings.as_deref().and_then(|file| settings(file)["theme"].as_str().map(str::to_owned));
+    if let Some(name) = configured {
+        match options.themes.load(&name, options.dark) {
+            Ok(theme) => app.set_theme(theme),
+            Err(reason) => app.notice = Some(reason),
+        }
+    }
     let (results, mut done) = mpsc::unbounded_channel::<Msg>();
     let mut keys = TerminalEvents::new();
     let mut server = client.events();
@@ -102,6 +117,20 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
         for command in commands.drain(..) {
             match command {
                 Command::Copy(text) => copy(terminal, &text)?,
+                Command::SetTheme(name) => {
+                    app.notice = Some(match options.themes.load(&name, options.dark) {
+                        Ok(theme) => {
+                            app.set_theme(theme);
+                            let saved = options.settings.as_deref().map(|file| save_theme(file, &name));
+                            match saved {
+                                Some(Err(reason)) => reason,
+                                _ => format!("theme: {name}"),
+                            }
+                        }
+                        Err(reason) => reason,
+                    });
+                    dirty = true;
+                }
                 Command::Editor(text) => {
                     // The editor reads the keyboard: our reader stops until it exits.
                     drop(keys);
@@ -155,6 +184,24 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
             dirty = true;
         }
     }
+}
+
+/// `tui.json` as JSON (an object; nothing when absent or unreadable).
+fn settings(file: &std::path::Path) -> serde_json::Value {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}))
+}
+
+/// Keeps the chosen theme in `tui.json`, its other settings untouched.
+fn save_theme(file: &std::path::Path, name: &str) -> Result<(), String> {
+    let mut settings = settings(file);
+    settings["theme"] = serde_json::json!(name);
+    let text = serde_json::to_string_pretty(&settings).unwrap_or_default();
+    let written = file.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(file, text));
+    written.map_err(|err| format!("theme not saved: cannot write {}: {err}", file.display()))
 }
 
 /// Hands the terminal to `$VISUAL` (else `$EDITOR`) on a file holding `text`; what it saved.
@@ -234,7 +281,7 @@ async fn run_command(
 ) -> Result<Option<Msg>, opencode_client::ClientError> {
     Ok(Some(match command {
         // The terminal loop runs these itself: they use the terminal.
-        Command::Copy(_) | Command::Editor(_) => return Ok(None),
+        Command::Copy(_) | Command::Editor(_) | Command::SetTheme(_) => return Ok(None),
         Command::Export(id) => export(client, &id).await?,
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
         Command::LoadCommands => Msg::Commands(client.commands().await?),

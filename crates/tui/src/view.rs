@@ -58,6 +58,10 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Overlay::Sessions { selected } => sessions(frame, app, area, *selected),
         Overlay::Models { selected } => models(frame, app, area, *selected),
         Overlay::Agents { selected } => agents(frame, app, area, *selected),
+        Overlay::Themes { selected } => {
+            let items = app.theme_names.iter().map(|name| (name.clone(), Style::default())).collect();
+            list(frame, centered(area, 50, 14), " Themes · ↑/↓ enter esc ", items, *selected, "", &app.theme);
+        }
         Overlay::Help => help(frame, app, area),
         Overlay::None => {}
     }
@@ -378,7 +382,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 27);
+    let popup = centered(area, 64, 28);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -391,6 +395,7 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("ctrl+t", "next variant of the model"),
         ("ctrl+x a  /agents", "choose the agent"),
         ("ctrl+x b  /sidebar", "show or hide the sidebar"),
+        ("ctrl+x t  /themes", "choose the colours"),
         ("ctrl+x y  /copy", "copy the last answer (OSC 52)"),
         ("ctrl+x e  /editor", "write the prompt in $EDITOR"),
         ("ctrl+x x  /export", "save the transcript as markdown"),

@@ -221,6 +221,29 @@ fn the_external_editor_writes_the_prompt_and_export_saves_the_transcript() {
 }
 
 #[test]
+fn a_theme_file_is_listed_chosen_and_remembered_in_tui_json() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let themes = home.path().join("home/.config/opencode/themes");
+    std::fs::create_dir_all(&themes).unwrap();
+    std::fs::write(
+        themes.join("night.json"),
+        json!({"theme": {"primary": "#7aa2f7", "textMuted": "#565f89"}}).to_string(),
+    )
+    .unwrap();
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.keys(&["C-x", "t"]);
+    tui.wait_for(&["Themes", "system", "night"]);
+    tui.keys(&["Down", "Enter"]);
+    tui.wait_for(&["theme: night"]);
+    let settings = home.path().join("home/.config/opencode/tui.json");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    assert_eq!(saved["theme"], "night");
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();

@@ -426,3 +426,21 @@ fn ctrl_t_cycles_the_models_variants_and_the_prompt_carries_the_choice() {
     let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     assert!(matches!(&sent[..], [Command::Prompt { variant: Some(v), .. }] if v == "high"), "{sent:?}");
 }
+
+#[test]
+fn ctrl_x_t_lists_the_themes_and_picks_one() {
+    let mut app = app();
+    app.theme_names = vec!["system".to_owned(), "night".to_owned()];
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::NONE);
+    assert!(frame(&mut app, 60, 12).contains("Themes"));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE), [Command::SetTheme("night".to_owned())]);
+    let theme = Theme { accent: ratatui::style::Color::Rgb(1, 2, 3), ..Theme::default() };
+    app.set_theme(theme);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| opencode_tui::view::draw(f, &mut app)).unwrap();
+    let coloured =
+        terminal.backend().buffer().content().iter().any(|cell| cell.fg == ratatui::style::Color::Rgb(1, 2, 3));
+    assert!(coloured, "the transcript is drawn again in the new theme's colours");
+}
