@@ -37,6 +37,8 @@ pub enum Command {
     /// Files of the directory matching the `@` word being typed.
     FindFiles(String),
     OpenSession(String),
+    /// Opens the newest child session (a subagent's `task`) of the session, if it has one.
+    OpenChild(String),
     /// Creates a session first when `session` is `None`.
     Prompt {
         session: Option<String>,
@@ -643,6 +645,15 @@ impl App {
             KeyCode::Char('a') => self.overlay = Overlay::Agents { selected: self.agent },
             KeyCode::Char('b') => self.toggle_sidebar(),
             KeyCode::Char('t') => self.overlay = Overlay::Themes { selected: 0 },
+            KeyCode::Right | KeyCode::Down => {
+                if let Some(session) = &self.session {
+                    return vec![Command::OpenChild(session.id.clone())];
+                }
+            }
+            KeyCode::Left | KeyCode::Up => match self.session.as_ref().and_then(|s| s.parent_id.clone()) {
+                Some(parent) => return vec![Command::OpenSession(parent)],
+                None => self.notice = Some("this is not a subagent's session".to_owned()),
+            },
             KeyCode::Char('y') => return self.copy_answer(),
             KeyCode::Char('e') => return vec![Command::Editor(self.input.text().to_owned())],
             KeyCode::Char('x') => return self.export(),

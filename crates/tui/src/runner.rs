@@ -292,6 +292,14 @@ async fn run_command(
             let files = client.find_files(&query).await?.into_iter().take(10).collect();
             Msg::Files { query, files }
         }
+        Command::OpenChild(id) => {
+            let children = client.children(&id).await?;
+            let Some(child) = children.into_iter().max_by_key(|child| child.time.created) else {
+                return Ok(Some(Msg::Notice("no subagent sessions here".to_owned())));
+            };
+            let messages = client.messages(&child.id).await?;
+            Msg::Opened(child, messages)
+        }
         Command::OpenSession(id) => {
             let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
             Msg::Opened(session, messages)

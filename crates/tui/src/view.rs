@@ -179,6 +179,9 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let theme = &app.theme;
     let title = app.session.as_ref().map_or("new session", |s| s.title.as_str());
     let mut left = vec![Span::styled(title.to_owned(), theme.bold())];
+    if app.session.as_ref().is_some_and(|s| s.parent_id.is_some()) {
+        left.push(Span::styled("  subagent · ctrl+x ← back", theme.muted()));
+    }
     if app.busy {
         left.push(Span::styled("  working · esc to interrupt", theme.accent()));
     }
@@ -382,7 +385,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 28);
+    let popup = centered(area, 64, 29);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -400,6 +403,7 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("ctrl+x e  /editor", "write the prompt in $EDITOR"),
         ("ctrl+x x  /export", "save the transcript as markdown"),
         ("@path", "attach a file (tab completes)"),
+        ("ctrl+x → / ←", "into a subagent's session / back"),
         ("ctrl+x u  /undo", "undo the last prompt"),
         ("ctrl+x r  /redo", "restore what undo removed"),
         ("ctrl+x c  /compact", "compact the history"),

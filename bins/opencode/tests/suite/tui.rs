@@ -244,6 +244,39 @@ fn a_theme_file_is_listed_chosen_and_remembered_in_tui_json() {
 }
 
 #[test]
+fn a_subagents_session_is_entered_and_left_with_ctrl_x_arrows() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockProvider::start()).unwrap();
+    mock.respond_with(|request| {
+        let body = request.body_json().unwrap_or_default();
+        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        let text = last["content"].to_string();
+        if last["role"] == "tool" {
+            MockResponse::chat_text(ANSWER)
+        } else if text.contains("look around for me") {
+            MockResponse::chat_text("The subagent found two files.")
+        } else if text.contains("delegate") {
+            let input =
+                json!({"description": "Look around", "prompt": "look around for me", "subagent_type": "general"});
+            MockResponse::chat_tool_calls(&[("call_task", "task", input)], None)
+        } else {
+            MockResponse::chat_text("Hello.")
+        }
+    });
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.type_line("delegate the search");
+    tui.wait_for(&[ANSWER]);
+    tui.keys(&["C-x", "Right"]);
+    tui.wait_for(&["look around for me", "The subagent found two files.", "subagent · ctrl+x ← back"]);
+    tui.keys(&["C-x", "Left"]);
+    let screen = tui.wait_for(&["delegate the search", ANSWER]);
+    assert!(!screen.contains("subagent · ctrl+x"), "{screen}");
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();

@@ -444,3 +444,19 @@ fn ctrl_x_t_lists_the_themes_and_picks_one() {
         terminal.backend().buffer().content().iter().any(|cell| cell.fg == ratatui::style::Color::Rgb(1, 2, 3));
     assert!(coloured, "the transcript is drawn again in the new theme's colours");
 }
+
+#[test]
+fn ctrl_x_arrows_go_into_a_subagents_session_and_back() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Right, KeyModifiers::NONE), [Command::OpenChild(SESSION.to_owned())]);
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert!(key(&mut app, KeyCode::Left, KeyModifiers::NONE).is_empty());
+    assert_eq!(app.notice.as_deref(), Some("this is not a subagent's session"));
+
+    let child = session(json!({"id": "ses_0002", "parentID": SESSION, "title": "Find the tests (@general subagent)"}));
+    app.update(Msg::Opened(child, Vec::new()));
+    assert!(frame(&mut app, 80, 8).contains("Find the tests (@general subagent)  subagent · ctrl+x ← back"));
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Left, KeyModifiers::NONE), [Command::OpenSession(SESSION.to_owned())]);
+}
