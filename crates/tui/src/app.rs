@@ -175,6 +175,9 @@ pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
     ("exit", "quit"),
 ];
 
+/// Rows one wheel step (or Up/Down on a one-line prompt) scrolls.
+pub const WHEEL_ROWS: usize = 3;
+
 /// Terminal width from which the sidebar shows unless the user hid it.
 pub const SIDEBAR_MIN_WIDTH: u16 = 120;
 
@@ -537,6 +540,10 @@ impl App {
             }
             KeyCode::PageUp => self.scroll += 10,
             KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            // The mouse wheel arrives as Up/Down (the terminal's alternate-scroll mode), so native
+            // selection keeps working; a one-line prompt has no use for them.
+            KeyCode::Up if !self.input.text().contains('\n') => self.scroll += WHEEL_ROWS,
+            KeyCode::Down if !self.input.text().contains('\n') => self.scroll = self.scroll.saturating_sub(WHEEL_ROWS),
             _ => {
                 self.input.key(key);
                 self.slash_selected = 0;

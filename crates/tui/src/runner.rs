@@ -71,14 +71,29 @@ pub async fn run(client: Client, options: TuiOptions) -> Result<(), TuiError> {
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
 
+/// xterm's alternate-scroll mode: on the alternate screen the wheel sends Up/Down, and the mouse is
+/// not captured, so the terminal's own selection and copy keep working.
+const ALTERNATE_SCROLL_ON: &str = "\x1b[?1007h";
+const ALTERNATE_SCROLL_OFF: &str = "\x1b[?1007l";
+
 fn enter() -> std::io::Result<Term> {
     enable_raw_mode()?;
-    execute!(std::io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        crossterm::style::Print(ALTERNATE_SCROLL_ON)
+    )?;
     // A panic must not leave the terminal in raw mode on the alternate screen.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let _restored = disable_raw_mode();
-        let _left = execute!(std::io::stdout(), LeaveAlternateScreen, DisableBracketedPaste);
+        let _left = execute!(
+            std::io::stdout(),
+            crossterm::style::Print(ALTERNATE_SCROLL_OFF),
+            LeaveAlternateScreen,
+            DisableBracketedPaste
+        );
         previous(info);
     }));
     Terminal::new(CrosstermBackend::new(std::io::stdout()))
@@ -86,7 +101,12 @@ fn enter() -> std::io::Result<Term> {
 
 fn leave(terminal: &mut Term) {
     let _restored = disable_raw_mode();
-    let _left = execute!(terminal.backend_mut(), LeaveAlternateScreen, DisableBracketedPaste);
+    let _left = execute!(
+        terminal.backend_mut(),
+        crossterm::style::Print(ALTERNATE_SCROLL_OFF),
+        LeaveAlternateScreen,
+        DisableBracketedPaste
+    );
     let _shown = terminal.show_cursor();
 }
 

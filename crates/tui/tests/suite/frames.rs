@@ -460,3 +460,20 @@ fn ctrl_x_arrows_go_into_a_subagents_session_and_back() {
     key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
     assert_eq!(key(&mut app, KeyCode::Left, KeyModifiers::NONE), [Command::OpenSession(SESSION.to_owned())]);
 }
+
+#[test]
+fn the_wheel_arrives_as_up_and_down_and_scrolls_the_transcript() {
+    let mut app = app();
+    let bottom = frame(&mut app, 60, 8);
+    key(&mut app, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(app.scroll, opencode_tui::app::WHEEL_ROWS);
+    assert_ne!(frame(&mut app, 60, 8), bottom);
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!((app.scroll, frame(&mut app, 60, 8)), (0, bottom));
+    // In a prompt of several lines Up and Down move the cursor instead.
+    type_text(&mut app, "one");
+    key(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+    type_text(&mut app, "two");
+    key(&mut app, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(app.scroll, 0);
+}
