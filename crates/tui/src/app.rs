@@ -22,6 +22,8 @@ use opencode_client::Session;
 use opencode_client::SessionStatus;
 
 use crate::input::Input;
+use crate::keys::Action;
+use crate::keys::Keymap;
 use crate::theme::Theme;
 use crate::transcript;
 use crate::transcript::Transcript;
@@ -233,6 +235,8 @@ pub struct App {
     pub todos: Vec<serde_json::Value>,
     /// The themes the user can choose (ctrl+x t).
     pub theme_names: Vec<String>,
+    /// What each key does (OpenCode's defaults, `tui.json` `keybinds` over them).
+    pub keymap: Keymap,
     leader: bool,
     pub quit: bool,
 }
@@ -273,6 +277,7 @@ impl App {
             diff: Vec::new(),
             todos: Vec::new(),
             theme_names: vec!["system".to_owned()],
+            keymap: Keymap::default(),
             leader: false,
             quit: false,
         }
@@ -479,25 +484,16 @@ impl App {
 
     fn key(&mut self, key: KeyEvent) -> Vec<Command> {
         self.notice = None;
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') && self.input.is_empty() || ctrl && key.code == KeyCode::Char('d') {
-            self.quit = true;
-            return Vec::new();
-        }
-        if self.leader {
-            self.leader = false;
-            return self.leader_key(key);
-        }
-        if ctrl && key.code == KeyCode::Char('x') {
+        let after_leader = std::mem::take(&mut self.leader);
+        if !after_leader && self.keymap.is_leader(key) {
             self.leader = true;
             return Vec::new();
         }
-        if ctrl && key.code == KeyCode::Char('t') {
-            self.cycle_variant();
-            return Vec::new();
+        let action = self.keymap.action(key, after_leader);
+        if let Some(action) = action.filter(|action| after_leader || action.global()) {
+            return self.act(action);
         }
-        if ctrl && key.code == KeyCode::Char('p') {
-            self.overlay = Overlay::Palette { query: String::new(), selected: 0 };
+        if after_leader {
             return Vec::new();
         }
         match &self.overlay {
@@ -524,22 +520,12 @@ impl App {
         if let Some(commands) = self.slash_menu_key(key) {
             return commands;
         }
+        if let Some(action) = action {
+            return self.act(action);
+        }
         match key.code {
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert('\n'),
             KeyCode::Enter => return self.submit(),
-            KeyCode::Esc => {
-                if self.busy
-                    && let Some(session) = &self.session
-                {
-                    return vec![Command::Abort(session.id.clone())];
-                }
-            }
-            KeyCode::Tab | KeyCode::BackTab if !self.agents.is_empty() => {
-                let n = self.agents.len();
-                self.agent = if key.code == KeyCode::Tab { (self.agent + 1) % n } else { (self.agent + n - 1) % n };
-            }
-            KeyCode::PageUp => self.scroll += 10,
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
             // The mouse wheel arrives as Up/Down (the terminal's alternate-scroll mode), so native
             // selection keeps working; a one-line prompt has no use for them.
             KeyCode::Up if !self.input.text().contains('\n') => self.scroll += WHEEL_ROWS,
@@ -644,32 +630,48 @@ impl App {
         Vec::new()
     }
 
-    fn leader_key(&mut self, key: KeyEvent) -> Vec<Command> {
-        match key.code {
-            KeyCode::Char('n') => self.new_session(),
-            KeyCode::Char('l') => self.overlay = Overlay::Sessions { selected: 0 },
-            KeyCode::Char('m') => self.overlay = Overlay::Models { selected: 0 },
-            KeyCode::Char('a') => self.overlay = Overlay::Agents { selected: self.agent },
-            KeyCode::Char('b') => self.toggle_sidebar(),
-            KeyCode::Char('t') => self.overlay = Overlay::Themes { selected: 0 },
-            KeyCode::Right | KeyCode::Down => {
+    /// What a bound key does.
+    fn act(&mut self, action: Action) -> Vec<Command> {
+        match action {
+            // With a prompt typed, ctrl+c clears it first (as OpenCode does); empty, it quits.
+            Action::AppExit if !self.input.is_empty() => drop(self.input.take()),
+            Action::AppExit => self.quit = true,
+            Action::AppHelp => self.overlay = Overlay::Help,
+            Action::CommandList => self.overlay = Overlay::Palette { query: String::new(), selected: 0 },
+            Action::SessionNew => self.new_session(),
+            Action::SessionList => self.overlay = Overlay::Sessions { selected: 0 },
+            Action::SessionCompact => return self.compact(),
+            Action::SessionExport => return self.export(),
+            Action::SessionInterrupt => match &self.session {
+                Some(session) if self.busy => return vec![Command::Abort(session.id.clone())],
+                _ => {}
+            },
+            Action::SessionChildCycle => {
                 if let Some(session) = &self.session {
                     return vec![Command::OpenChild(session.id.clone())];
                 }
             }
-            KeyCode::Left | KeyCode::Up => match self.session.as_ref().and_then(|s| s.parent_id.clone()) {
+            Action::SessionParent => match self.session.as_ref().and_then(|s| s.parent_id.clone()) {
                 Some(parent) => return vec![Command::OpenSession(parent)],
                 None => self.notice = Some("this is not a subagent's session".to_owned()),
             },
-            KeyCode::Char('y') => return self.copy_answer(),
-            KeyCode::Char('e') => return vec![Command::Editor(self.input.text().to_owned())],
-            KeyCode::Char('x') => return self.export(),
-            KeyCode::Char('u') => return self.undo(),
-            KeyCode::Char('r') => return self.redo(),
-            KeyCode::Char('c') => return self.compact(),
-            KeyCode::Char('h') => self.overlay = Overlay::Help,
-            KeyCode::Char('q') => self.quit = true,
-            _ => {}
+            Action::ModelList => self.overlay = Overlay::Models { selected: 0 },
+            Action::VariantCycle => self.cycle_variant(),
+            Action::AgentList => self.overlay = Overlay::Agents { selected: self.agent },
+            Action::AgentCycle | Action::AgentCycleReverse if !self.agents.is_empty() => {
+                let n = self.agents.len();
+                let step = if action == Action::AgentCycle { 1 } else { n - 1 };
+                self.agent = (self.agent + step) % n;
+            }
+            Action::AgentCycle | Action::AgentCycleReverse => {}
+            Action::ThemeList => self.overlay = Overlay::Themes { selected: 0 },
+            Action::SidebarToggle => self.toggle_sidebar(),
+            Action::EditorOpen => return vec![Command::Editor(self.input.text().to_owned())],
+            Action::MessagesCopy => return self.copy_answer(),
+            Action::MessagesUndo => return self.undo(),
+            Action::MessagesRedo => return self.redo(),
+            Action::MessagesPageUp => self.scroll += 10,
+            Action::MessagesPageDown => self.scroll = self.scroll.saturating_sub(10),
         }
         Vec::new()
     }

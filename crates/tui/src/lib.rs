@@ -17,6 +17,7 @@
 pub mod app;
 mod highlight;
 mod input;
+pub mod keys;
 mod markdown;
 mod runner;
 mod theme;

@@ -44,8 +44,8 @@ pub struct TuiOptions {
     pub model: Option<opencode_client::ModelRef>,
     /// Where theme files are (the user's, then the project's).
     pub themes: crate::theme::Themes,
-    /// The TUI's own settings file (`tui.json`: `theme`), read at start and updated when the user
-    /// picks a theme.
+    /// The TUI's own settings file (`tui.json`: `theme`, `keybinds`), read at start; the theme the
+    /// user picks is kept there.
     pub settings: Option<std::path::PathBuf>,
     /// Whether the terminal's background is dark (themes have dark and light variants).
     pub dark: bool,
@@ -113,9 +113,12 @@ fn leave(terminal: &mut Term) {
 async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) -> Result<(), TuiError> {
     let mut app = App::new(Theme::default());
     app.theme_names = options.themes.names();
-    let configured = options.settings.as_deref().and_then(|file| settings(file)["theme"].as_str().map(str::to_owned));
-    if let Some(name) = configured {
-        match options.themes.load(&name, options.dark) {
+    let settings = options.settings.as_deref().map(settings).unwrap_or_default();
+    let (keymap, problems) = crate::keys::Keymap::with(&settings["keybinds"]);
+    app.keymap = keymap;
+    app.notice = problems.first().map(|problem| format!("tui.json: {problem}"));
+    if let Some(name) = settings["theme"].as_str() {
+        match options.themes.load(name, options.dark) {
             Ok(theme) => app.set_theme(theme),
             Err(reason) => app.notice = Some(reason),
         }

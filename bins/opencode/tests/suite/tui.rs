@@ -277,6 +277,22 @@ fn a_subagents_session_is_entered_and_left_with_ctrl_x_arrows() {
 }
 
 #[test]
+fn tui_json_keybinds_rebind_the_leader_and_name_a_bad_binding() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let keybinds = json!({"keybinds": {"leader": "ctrl+g", "sidebar_toggle": "<leader>s", "model_list": "hyper+m"}});
+    std::fs::write(home.path().join("home/.config/opencode/tui.json"), keybinds.to_string()).unwrap();
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["tui.json: keybinds.model_list: `hyper` in `hyper+m` is not a modifier"]);
+    tui.keys(&["C-g", "s"]);
+    tui.wait_for(&["Context", "spent"]);
+    // ctrl+x is no leader any more: `s` is typed into the prompt and the sidebar stays.
+    tui.keys(&["C-x", "s"]);
+    tui.wait_for(&["│s", "Context"]);
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();
