@@ -477,3 +477,15 @@ fn the_wheel_arrives_as_up_and_down_and_scrolls_the_transcript() {
     key(&mut app, KeyCode::Up, KeyModifiers::NONE);
     assert_eq!(app.scroll, 0);
 }
+
+#[test]
+fn an_edit_diff_shows_side_by_side_on_a_wide_terminal() {
+    let mut app = app();
+    app.sidebar = Some(false);
+    let wide = frame(&mut app, 130, 24);
+    let row = wide.lines().find(|line| line.contains("-    41")).unwrap_or_else(|| panic!("{wide}"));
+    assert!(row.contains(" │ +    42"), "removed and added on one row:\n{wide}");
+    snapshot("split_diff_130x24", &wide);
+    let narrow = frame(&mut app, 80, 24);
+    assert!(narrow.contains("  -    41\n") && narrow.contains("  +    42\n"), "unified when narrow:\n{narrow}");
+}
