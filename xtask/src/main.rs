@@ -49,6 +49,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode", "run"),
     ("opencode", "serve_memory"),
     ("opencode", "github"),
+    ("opencode", "tui"),
     ("opencode-tui", "frames"),
 ];
 
