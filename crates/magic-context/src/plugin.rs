@@ -1,0 +1,193 @@
+//! Magic Context as a plugin: the messages transform runs the pass, the historian runs after it
+//! out of band, and the agent tools join the session's tool registry.
+//!
+//! Fail closed: when `context.db` cannot be opened the plugin does not start, so its transform
+//! never runs and the host's built-in compaction alone protects the window. A pass that fails
+//! leaves the messages untouched (the host skips the failed hook) and is logged.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::MutexGuard;
+use std::sync::OnceLock;
+use std::sync::PoisonError;
+
+use futures_util::future::BoxFuture;
+use opencode_plugin_host::ChatInput;
+use opencode_plugin_host::HookError;
+use opencode_plugin_host::HookFuture;
+use opencode_plugin_host::HookName;
+use opencode_plugin_host::HookSet;
+use opencode_plugin_host::MessagesOutput;
+use opencode_plugin_host::Plugin;
+use opencode_plugin_host::StartContext;
+use opencode_tool_registry::Tool;
+
+use crate::config::MagicContextConfig;
+use crate::engine::Engine;
+use crate::engine::PassInput;
+use crate::engine::Status;
+use crate::error::Error;
+use crate::store::Store;
+use crate::tools;
+
+/// Milliseconds now: the wall clock, or a simulated one in tests and benchmarks.
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The database file inside the data directory.
+pub const DATABASE_FILE: &str = "context.db";
+
+/// The plugin. Build it with [`MagicContext::from_config`], which returns `None` when the
+/// configuration leaves Magic Context off (then register nothing: nothing of it runs).
+pub struct MagicContext {
+    config: MagicContextConfig,
+    database: PathBuf,
+    clock: Clock,
+    shared: Arc<Shared>,
+}
+
+/// What the plugin and its tools share once started.
+pub(crate) struct Shared {
+    pub(crate) engine: OnceLock<Mutex<Engine>>,
+    pub(crate) project: OnceLock<String>,
+    pub(crate) clock: Clock,
+}
+
+impl Shared {
+    /// The engine, once the plugin started.
+    pub(crate) fn engine(&self) -> Result<MutexGuard<'_, Engine>, Error> {
+        let engine = self.engine.get().ok_or_else(|| Error::Invalid("magic context is not started".into()))?;
+        Ok(engine.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    pub(crate) fn project(&self) -> String {
+        self.project.get().cloned().unwrap_or_default()
+    }
+}
+
+impl MagicContext {
+    /// The plugin for the `magic_context` section of `config`, its database under `data_dir`
+    /// (`<data_dir>/magic-context/context.db` unless the section names a directory); `None` when
+    /// the section is absent or turns it off.
+    pub fn from_config(config: &opencode_config::Config, data_dir: &std::path::Path) -> Result<Option<Self>, Error> {
+        let Some(settings) = MagicContextConfig::from_config(config)? else { return Ok(None) };
+        Ok(Some(Self::new(settings, data_dir)))
+    }
+
+    pub fn new(config: MagicContextConfig, data_dir: &std::path::Path) -> Self {
+        let directory = config.data_dir.clone().unwrap_or_else(|| data_dir.join("magic-context"));
+        let clock: Clock = Arc::new(wall_clock);
+        let shared = Arc::new(Shared { engine: OnceLock::new(), project: OnceLock::new(), clock: Arc::clone(&clock) });
+        Self { config, database: directory.join(DATABASE_FILE), clock, shared }
+    }
+
+    /// Replaces the clock (simulated time).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.shared = Arc::new(Shared { engine: OnceLock::new(), project: OnceLock::new(), clock: Arc::clone(&clock) });
+        self.clock = clock;
+        self
+    }
+
+    pub fn database(&self) -> &std::path::Path {
+        &self.database
+    }
+
+    /// `/ctx-status` for a session (`None` before its first pass).
+    pub fn status(&self, session_id: &str) -> Result<Option<Status>, Error> {
+        self.shared.engine()?.status(session_id)
+    }
+
+    /// `/ctx-flush`: the session's next pass executes pending work.
+    pub fn flush(&self, session_id: &str) -> Result<bool, Error> {
+        self.shared.engine()?.flush(session_id)
+    }
+
+    fn open(&self, ctx: &StartContext) -> Result<(), Error> {
+        let store = Store::open(&self.database)?;
+        let engine = Engine::new(self.config.clone(), store);
+        let _first = self.shared.engine.set(Mutex::new(engine));
+        let _first = self.shared.project.set(ctx.directory.display().to_string());
+        Ok(())
+    }
+
+    async fn transform(&self, input: &ChatInput, output: &mut MessagesOutput) -> Result<(), HookError> {
+        let pass = PassInput {
+            session_id: input.session_id.clone(),
+            project: self.shared.project(),
+            model_key: format!("{}/{}", input.model.provider_id, input.model.model_id),
+            now_ms: (self.clock)(),
+        };
+        let messages = std::mem::take(&mut output.messages);
+        let shared = Arc::clone(&self.shared);
+        let (messages, outcome) = tokio::task::spawn_blocking(move || run_pass(&shared, &pass, messages))
+            .await
+            .map_err(|err| HookError::new(format!("magic context pass did not finish: {err}")))?;
+        output.messages = messages;
+        outcome.map_err(|err| HookError::new(err.to_string()))
+    }
+}
+
+/// One pass, and the historian after it: awaited when usage is past the block line (the pass is
+/// then run again so this very request benefits), otherwise on its own blocking thread.
+fn run_pass(
+    shared: &Arc<Shared>,
+    pass: &PassInput,
+    messages: Vec<opencode_llm::Message>,
+) -> (Vec<opencode_llm::Message>, Result<(), Error>) {
+    let original = messages.clone();
+    let mut transformed = messages;
+    let outcome = (|| -> Result<(), Error> {
+        let mut engine = shared.engine()?;
+        let report = engine.transform(pass, &mut transformed)?;
+        if report.block {
+            engine.run_historian(&pass.session_id, pass.now_ms)?;
+            engine.flush(&pass.session_id)?;
+            transformed = original.clone();
+            engine.transform(pass, &mut transformed)?;
+        } else if report.historian_due {
+            let shared = Arc::clone(shared);
+            let (session, now) = (pass.session_id.clone(), pass.now_ms);
+            std::thread::spawn(move || background_historian(&shared, &session, now));
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => (transformed, Ok(())),
+        Err(err) => (original, Err(err)),
+    }
+}
+
+fn background_historian(shared: &Shared, session_id: &str, now_ms: u64) {
+    let published = shared.engine().and_then(|mut engine| engine.run_historian(session_id, now_ms));
+    if let Err(err) = published {
+        tracing::warn!(session = session_id, error = %err, "magic context historian failed");
+    }
+}
+
+fn wall_clock() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+impl Plugin for MagicContext {
+    fn namespace(&self) -> &str {
+        "magic-context"
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of([HookName::ChatMessagesTransform, HookName::Tool])
+    }
+
+    fn start<'a>(&'a self, ctx: &'a StartContext) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move { self.open(ctx).map_err(|err| err.to_string()) })
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        tools::all(&self.shared, self.config.ctx_reduce_enabled)
+    }
+
+    fn chat_messages_transform<'a>(&'a self, input: &'a ChatInput, output: &'a mut MessagesOutput) -> HookFuture<'a> {
+        Box::pin(self.transform(input, output))
+    }
+}
