@@ -38,6 +38,10 @@ use crate::store::Store;
 
 /// Tokens a message costs beyond its parts (role, framing).
 const MESSAGE_OVERHEAD: u64 = 4;
+/// Percent of the window a reclaiming pass brings usage down to.
+const RECLAIM_TARGET: u64 = 40;
+/// Usage (percent) from which a pass that busts for free (dead cache, flush) also reclaims.
+const RECLAIM_WHEN_FREE: f64 = 50.0;
 
 /// Who is asking for a pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,8 +198,12 @@ impl Engine {
         };
         let mut newly_dropped = Vec::new();
         if let Some(reason) = reason {
-            newly_dropped = self.commit_drops(state, percentage >= FORCE_PERCENTAGE);
+            newly_dropped = self.commit_drops(state);
             report.materialized = self.materialize(state, dead.is_some(), rewritten)?;
+            if reason == "pressure" || reason == "emergency" || self.percentage(self.usage(state)) >= RECLAIM_WHEN_FREE {
+                newly_dropped.extend(self.reclaim(state));
+                newly_dropped.sort_unstable();
+            }
             report.decision = Decision::Execute;
             report.reason = self.hard_reason(reason, dead.is_some(), report.materialized);
             report.dropped_now = newly_dropped.len();
@@ -257,33 +265,45 @@ impl Engine {
         tokens as f64 * 100.0 / self.config.context_limit as f64
     }
 
-    /// Commits queued drops, the heuristic ones (old and superseded tool outputs) and, past the
-    /// force line, the oldest tool outputs until usage is back under the execute threshold.
-    /// Protected tags (the newest ones) are never dropped; their queued drops wait.
-    fn commit_drops(&mut self, state: &mut SessionState, force: bool) -> Vec<u32> {
-        let newest = state.tags.len() as u32;
-        let protected_from = newest.saturating_sub(self.config.protected_tags) + 1;
+    /// Commits queued drops and the heuristic ones (old and superseded tool outputs). Protected
+    /// tags (the newest ones) are never dropped; their queued drops wait.
+    fn commit_drops(&mut self, state: &mut SessionState) -> Vec<u32> {
+        let protected_from = self.protected_from(state);
         let mut chosen: Vec<u32> = state.pending.iter().copied().filter(|tag| *tag < protected_from).collect();
         state.pending.retain(|tag| *tag >= protected_from);
         chosen.extend(heuristic_drops(state, protected_from, self.config.auto_drop_tool_age));
+        let mut dropped: Vec<u32> = chosen.into_iter().filter(|number| drop_tag(state, *number)).collect();
+        dropped.sort_unstable();
+        dropped
+    }
+
+    fn protected_from(&self, state: &SessionState) -> u32 {
+        (state.tags.len() as u32).saturating_sub(self.config.protected_tags) + 1
+    }
+
+    /// Drops the oldest unprotected tool outputs still sent until usage is down to the reclaim
+    /// target. A pass that busts anyway reclaims well below the threshold, so the next forced
+    /// bust is many turns away instead of one.
+    fn reclaim(&self, state: &mut SessionState) -> Vec<u32> {
+        let target = self.config.context_limit * RECLAIM_TARGET / 100;
+        let protected_from = self.protected_from(state);
+        let boundary = state.meta.boundary;
+        let mut usage = self.usage(state);
         let mut dropped = Vec::new();
-        for number in chosen {
+        for number in 1..protected_from {
+            if usage <= target {
+                break;
+            }
+            let tag = &state.tags[number as usize - 1];
+            if tag.kind != TagKind::Tool || tag.ordinal < boundary {
+                continue;
+            }
+            let saved = tag.tokens.saturating_sub(placeholder_tokens(number));
             if drop_tag(state, number) {
+                usage -= saved;
                 dropped.push(number);
             }
         }
-        if force {
-            let target = self.config.context_limit * u64::from(self.config.execute_threshold_percentage) * 3 / 400;
-            for number in 1..protected_from {
-                if self.usage(state) <= target {
-                    break;
-                }
-                if state.tags[number as usize - 1].kind == TagKind::Tool && drop_tag(state, number) {
-                    dropped.push(number);
-                }
-            }
-        }
-        dropped.sort_unstable();
         dropped
     }
 
@@ -305,7 +325,7 @@ impl Engine {
             render::m1(&new_compartments, &new_memories, &notes)
         };
         let m0_changed = epoch != state.meta.memory_epoch || state.meta.m0.is_empty();
-        let m1_outgrown = render::tokens(&soft_m1) > 1_000 + render::tokens(&state.meta.m0) * 15 / 100;
+        let m1_outgrown = render::tokens(&soft_m1) > 2_000 + render::tokens(&state.meta.m0) * 15 / 100;
         let hard = dead || m0_changed || m1_outgrown;
         if hard {
             let budget = (self.config.context_limit as f64 * self.config.history_budget_percentage) as u64;
@@ -652,21 +672,32 @@ fn part_tokens(part: &ContentPart) -> u64 {
     }
 }
 
-/// A cheap identity of a message: role, and per part its kind, length and edges.
+/// A cheap identity of a message: role, and per part its kind, length and edges (tool calls by
+/// id and name: ids are unique within a history).
 fn fingerprint(message: &Message) -> u64 {
     let mut hasher = DefaultHasher::new();
     role_name(message.role).hash(&mut hasher);
     for part in &message.content {
-        let text = match part {
-            ContentPart::Text { text, .. } | ContentPart::Reasoning { text, .. } => text.clone(),
-            ContentPart::ToolCall { id, input, .. } => format!("{id}{input}"),
-            ContentPart::ToolResult { id, result, .. } => format!("{id}{}", result.to_text()),
-            ContentPart::Media { media_type, .. } => media_type.clone(),
-        };
-        text.len().hash(&mut hasher);
-        edges(&text).hash(&mut hasher);
+        match part {
+            ContentPart::Text { text, .. } | ContentPart::Reasoning { text, .. } => hash_text(text, &mut hasher),
+            ContentPart::ToolCall { id, name, .. } => (id, name).hash(&mut hasher),
+            ContentPart::ToolResult { id, result: ToolResultValue::Text(text), .. } => {
+                id.hash(&mut hasher);
+                hash_text(text, &mut hasher);
+            }
+            ContentPart::ToolResult { id, result, .. } => {
+                id.hash(&mut hasher);
+                hash_text(&result.to_text(), &mut hasher);
+            }
+            ContentPart::Media { media_type, .. } => media_type.hash(&mut hasher),
+        }
     }
     hasher.finish()
+}
+
+fn hash_text(text: &str, hasher: &mut DefaultHasher) {
+    text.len().hash(hasher);
+    edges(text).hash(hasher);
 }
 
 fn edges(text: &str) -> (&str, &str) {

@@ -104,6 +104,13 @@ impl PrefixCache {
         self
     }
 
+    /// The prompt tokens of a request (without serving it): what a provider compares with the
+    /// model's context window.
+    pub fn prompt_tokens(body: &Value) -> Result<u64, PrefixCacheError> {
+        let blocks = blocks(body)?;
+        Ok(blocks.iter().map(|block| estimate_tokens(block.bytes.len())).sum())
+    }
+
     /// Serves one request at simulated time `now` and returns its usage; writes and refreshes the
     /// cache entries the request's breakpoints call for.
     pub fn request(&mut self, body: &Value, now: Duration) -> Result<CacheUsage, PrefixCacheError> {
@@ -141,10 +148,16 @@ impl PrefixCache {
                 best = Some(index);
             }
         }
-        if let Some(index) = best {
-            let ttl = blocks[index].ttl.unwrap_or(DEFAULT_TTL);
-            let expiry = self.entries.entry(chain[index].hash).or_insert(now);
-            *expiry = (*expiry).max(now + ttl);
+        // A hit uses every cached prefix of this request's breakpoints up to the read point, so
+        // each of them is refreshed (not only the longest).
+        if let Some(best) = best {
+            let used = breakpoints.iter().copied().filter(|point| *point < best).chain([best]);
+            for index in used {
+                let ttl = blocks[index].ttl.unwrap_or(DEFAULT_TTL);
+                if let Some(expiry) = self.entries.get_mut(&chain[index].hash) {
+                    *expiry = (*expiry).max(now + ttl);
+                }
+            }
         }
         best
     }
@@ -327,6 +340,19 @@ mod tests {
         let cold = cache.request(&request, 13 * MIN + Duration::from_secs(1)).unwrap();
         assert_eq!(cold.cache_read_input_tokens, 0);
         assert_eq!(cold.cache_creation_input_tokens, cold.total());
+    }
+
+    #[test]
+    fn a_hit_refreshes_the_shorter_prefixes_of_its_breakpoints_too() {
+        let mut cache = PrefixCache::new();
+        let mut parts = texts(3, 8000);
+        cache.request(&body("m", &parts, &[0, 2]), Duration::ZERO).unwrap();
+        // Four minutes later the same prefix is read through the last breakpoint...
+        assert!(cache.request(&body("m", &parts, &[0, 2]), 4 * MIN).unwrap().cache_read_input_tokens > 0);
+        // ...so at eight minutes block 0's entry is still alive when block 1 changes.
+        parts[1] = "changed".into();
+        let usage = cache.request(&body("m", &parts, &[0, 2]), 8 * MIN).unwrap();
+        assert_eq!(usage.cache_read_input_tokens, tokens_of(&parts, 0));
     }
 
     #[test]
