@@ -466,7 +466,8 @@ fn transform_latency() -> Result<(f64, usize), String> {
     for end in (900..history.len().min(1_100)).step_by(2) {
         let mut messages = history[..end].to_vec();
         now += 10_000;
-        let pass = PassInput { session_id: "latency".into(), project: "/p".into(), model_key: "a/m".into(), now_ms: now };
+        let pass =
+            PassInput { session_id: "latency".into(), project: "/p".into(), model_key: "a/m".into(), now_ms: now };
         let started = Instant::now();
         engine.transform(&pass, &mut messages).map_err(|err| err.to_string())?;
         if end >= 950 {
@@ -569,7 +570,9 @@ fn run() -> Result<(), String> {
         "{:<14} {:<10} {:>8} {:>9} {:>6} {:>7} {:>9} {:>6} {:>9} {:>8} {:>8}",
         "mode", "session", "requests", "cache hit", "per-rq", "busts", "unattrib", "overfl", "facts", "peak", "cost $"
     );
-    for (mode, session, totals) in rows.iter().chain(modes.iter().zip(&overall).map(|(m, t)| (*m, "overall".to_owned(), t.clone())).collect::<Vec<_>>().iter()) {
+    for (mode, session, totals) in rows.iter().chain(
+        modes.iter().zip(&overall).map(|(m, t)| (*m, "overall".to_owned(), t.clone())).collect::<Vec<_>>().iter(),
+    ) {
         println!(
             "{:<14} {:<10} {:>8} {:>8.1}% {:>5.1}% {:>7} {:>9} {:>6} {:>8.1}% {:>8} {:>8.2}",
             mode.name(),

@@ -22,7 +22,7 @@ pub struct MagicContextConfig {
     pub execute_threshold_percentage: u8,
     /// The context window in tokens assumed when the embedder gives no per-model limit.
     pub context_limit: u64,
-    /// The newest tags that are never dropped.
+    /// At most this many newest tags are never dropped (fewer once they hold 5% of the window).
     pub protected_tags: u32,
     /// Tool outputs older than this many tags are dropped on the next executing pass.
     pub auto_drop_tool_age: u32,
@@ -85,7 +85,10 @@ impl MagicContextConfig {
             )));
         }
         if self.context_limit < 8_000 {
-            return Err(Error::Config(format!("context_limit must be at least 8000 tokens, got {}", self.context_limit)));
+            return Err(Error::Config(format!(
+                "context_limit must be at least 8000 tokens, got {}",
+                self.context_limit
+            )));
         }
         if !(0.01..=0.5).contains(&self.history_budget_percentage) {
             return Err(Error::Config("history_budget_percentage must be within 0.01..=0.5".into()));

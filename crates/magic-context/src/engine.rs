@@ -200,7 +200,8 @@ impl Engine {
         if let Some(reason) = reason {
             newly_dropped = self.commit_drops(state);
             report.materialized = self.materialize(state, dead.is_some(), rewritten)?;
-            if reason == "pressure" || reason == "emergency" || self.percentage(self.usage(state)) >= RECLAIM_WHEN_FREE {
+            if reason == "pressure" || reason == "emergency" || self.percentage(self.usage(state)) >= RECLAIM_WHEN_FREE
+            {
                 newly_dropped.extend(self.reclaim(state));
                 newly_dropped.sort_unstable();
             }
@@ -231,7 +232,13 @@ impl Engine {
     }
 
     /// Why the provider's cache is already gone, if it is: then executing costs nothing extra.
-    fn dead_cache_reason(&self, state: &SessionState, input: &PassInput, first: bool, rewritten: bool) -> Option<&'static str> {
+    fn dead_cache_reason(
+        &self,
+        state: &SessionState,
+        input: &PassInput,
+        first: bool,
+        rewritten: bool,
+    ) -> Option<&'static str> {
         if first {
             return Some("first_render");
         }
@@ -277,8 +284,21 @@ impl Engine {
         dropped
     }
 
+    /// The first protected tag. The protected tail is the newest `protected_tags` tags, cut short
+    /// once it holds the token floor (5% of the window, 2,000 to 64,000 tokens) and at least
+    /// three tags, so a few huge newest outputs cannot pin a full window.
     fn protected_from(&self, state: &SessionState) -> u32 {
-        (state.tags.len() as u32).saturating_sub(self.config.protected_tags) + 1
+        let floor = (self.config.context_limit / 20).clamp(2_000, 64_000);
+        let mut tokens = 0;
+        let mut first = state.tags.len() as u32 + 1;
+        for (count, tag) in state.tags.iter().rev().enumerate() {
+            if count as u32 >= self.config.protected_tags || (count >= 3 && tokens >= floor) {
+                break;
+            }
+            tokens += tag.tokens;
+            first -= 1;
+        }
+        first
     }
 
     /// Drops the oldest unprotected tool outputs still sent until usage is down to the reclaim
@@ -400,8 +420,10 @@ impl Engine {
         if let Some(unknown) = tags.iter().find(|tag| **tag == 0 || **tag > known) {
             return Err(Error::Invalid(format!("no tag §{unknown}§ in this session (tags are 1..={known})")));
         }
-        let fresh: Vec<u32> =
-            tags.into_iter().filter(|tag| !state.tags[*tag as usize - 1].dropped && !state.pending.contains(tag)).collect();
+        let fresh: Vec<u32> = tags
+            .into_iter()
+            .filter(|tag| !state.tags[*tag as usize - 1].dropped && !state.pending.contains(tag))
+            .collect();
         self.store.queue_drops(session_id, &fresh, now_ms)?;
         state.pending.extend(fresh.iter().copied());
         if let Some(cached) = self.sessions.get_mut(session_id) {
@@ -545,11 +567,24 @@ fn tag_new<'a>(state: &mut SessionState, messages: &'a [Message], from: usize) -
     rows
 }
 
-fn new_tag(role: Role, content: &ContentPart, ordinal: usize, part: usize, tokens: u64, calls: &HashMap<&str, u64>) -> Option<Tag> {
+fn new_tag(
+    role: Role,
+    content: &ContentPart,
+    ordinal: usize,
+    part: usize,
+    tokens: u64,
+    calls: &HashMap<&str, u64>,
+) -> Option<Tag> {
     match (role, content) {
-        (Role::User | Role::Assistant, ContentPart::Text { .. }) => {
-            Some(Tag { ordinal, part, kind: TagKind::Message, tool: String::new(), dedup: None, tokens, dropped: false })
-        }
+        (Role::User | Role::Assistant, ContentPart::Text { .. }) => Some(Tag {
+            ordinal,
+            part,
+            kind: TagKind::Message,
+            tool: String::new(),
+            dedup: None,
+            tokens,
+            dropped: false,
+        }),
         (_, ContentPart::ToolResult { id, name, .. }) => Some(Tag {
             ordinal,
             part,
@@ -642,12 +677,19 @@ fn render_messages(state: &SessionState, messages: &mut Vec<Message>, tag_prefix
 fn slot(text: &str) -> Message {
     Message {
         role: Role::User,
-        content: vec![ContentPart::Text { text: text.to_owned(), cache: Some(CacheHint::default()), provider_metadata: None }],
+        content: vec![ContentPart::Text {
+            text: text.to_owned(),
+            cache: Some(CacheHint::default()),
+            provider_metadata: None,
+        }],
     }
 }
 
 fn is_tagged(part: &ContentPart, role: Role) -> bool {
-    matches!((role, part), (Role::User | Role::Assistant, ContentPart::Text { .. }) | (_, ContentPart::ToolResult { .. }))
+    matches!(
+        (role, part),
+        (Role::User | Role::Assistant, ContentPart::Text { .. }) | (_, ContentPart::ToolResult { .. })
+    )
 }
 
 fn apply_tag(part: &mut ContentPart, number: u32, dropped: bool, prefixes: bool) {

@@ -49,4 +49,5 @@ pub use error::Error;
 pub use plugin::Clock;
 pub use plugin::DATABASE_FILE;
 pub use plugin::MagicContext;
+pub use plugin::register;
 pub use store::Store;

@@ -20,6 +20,9 @@ use opencode_plugin_host::HookName;
 use opencode_plugin_host::HookSet;
 use opencode_plugin_host::MessagesOutput;
 use opencode_plugin_host::Plugin;
+use opencode_plugin_host::PluginHostBuilder;
+use opencode_plugin_host::PluginNotice;
+use opencode_plugin_host::Requirement;
 use opencode_plugin_host::StartContext;
 use opencode_tool_registry::Tool;
 
@@ -162,6 +165,22 @@ fn background_historian(shared: &Shared, session_id: &str, now_ms: u64) {
     let published = shared.engine().and_then(|mut engine| engine.run_historian(session_id, now_ms));
     if let Err(err) = published {
         tracing::warn!(session = session_id, error = %err, "magic context historian failed");
+    }
+}
+
+/// Adds Magic Context to a plugin host being built when `config` turns it on, as an optional
+/// plugin (if its state cannot open it does not start, and the host runs without it). With the
+/// section absent or off the builder is returned untouched; a malformed section becomes a notice
+/// in the host's ready report.
+pub fn register(
+    builder: PluginHostBuilder,
+    config: &opencode_config::Config,
+    data_dir: &std::path::Path,
+) -> PluginHostBuilder {
+    match MagicContext::from_config(config, data_dir) {
+        Ok(Some(plugin)) => builder.plugin(Arc::new(plugin), Requirement::Optional),
+        Ok(None) => builder,
+        Err(err) => builder.notice(PluginNotice { source: "magic_context".into(), reason: err.to_string() }),
     }
 }
 

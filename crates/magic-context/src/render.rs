@@ -115,7 +115,13 @@ fn body(compartment: &Compartment, tier: Tier) -> String {
 }
 
 fn render_memory(out: &mut String, memory: &Memory) {
-    let _infallible = writeln!(out, "<memory id=\"{}\" category=\"{}\">{}</memory>", memory.id, memory.category, escape(&memory.content));
+    let _infallible = writeln!(
+        out,
+        "<memory id=\"{}\" category=\"{}\">{}</memory>",
+        memory.id,
+        memory.category,
+        escape(&memory.content)
+    );
 }
 
 /// Escapes what would otherwise close or open our own tags.

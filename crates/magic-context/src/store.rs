@@ -373,7 +373,8 @@ impl Store {
 
     /// Marks the session for a refresh on its next pass (`/ctx-flush`).
     pub fn request_flush(&self, session_id: &str) -> Result<bool> {
-        let changed = self.conn.execute("UPDATE session_meta SET flush_pending = 1 WHERE session_id = ?1", [session_id])?;
+        let changed =
+            self.conn.execute("UPDATE session_meta SET flush_pending = 1 WHERE session_id = ?1", [session_id])?;
         Ok(changed > 0)
     }
 
@@ -485,9 +486,8 @@ impl Store {
         let mut statement = self.conn.prepare(
             "SELECT id, category, content FROM memories WHERE project_path = ?1 AND status = 'active' ORDER BY id",
         )?;
-        let rows = statement.query_map([project], |row| {
-            Ok(Memory { id: row.get(0)?, category: row.get(1)?, content: row.get(2)? })
-        })?;
+        let rows = statement
+            .query_map([project], |row| Ok(Memory { id: row.get(0)?, category: row.get(1)?, content: row.get(2)? }))?;
         rows.collect::<Result<_, _>>().map_err(Error::from)
     }
 
@@ -509,8 +509,9 @@ impl Store {
 
     /// Active notes of a session, oldest first, as (id, content).
     pub fn notes(&self, session_id: &str) -> Result<Vec<(i64, String)>> {
-        let mut statement =
-            self.conn.prepare("SELECT id, content FROM notes WHERE session_id = ?1 AND status = 'active' ORDER BY id")?;
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, content FROM notes WHERE session_id = ?1 AND status = 'active' ORDER BY id")?;
         let rows = statement.query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
         rows.collect::<Result<_, _>>().map_err(Error::from)
     }
@@ -570,10 +571,9 @@ fn clear_history(tx: &Transaction<'_>, session_id: &str) -> Result<()> {
 }
 
 fn insert_raw(tx: &Transaction<'_>, state: &SessionState, raw: &[RawRow<'_>]) -> Result<()> {
-    let mut marks = tx.prepare_cached(
-        "INSERT OR REPLACE INTO raw_messages VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    let mut fts = tx.prepare_cached("INSERT INTO message_history_fts (content, session_id, ordinal) VALUES (?1, ?2, ?3)")?;
+    let mut marks = tx.prepare_cached("INSERT OR REPLACE INTO raw_messages VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+    let mut fts =
+        tx.prepare_cached("INSERT INTO message_history_fts (content, session_id, ordinal) VALUES (?1, ?2, ?3)")?;
     for row in raw {
         let mark = &state.marks[row.ordinal];
         marks.execute(params![

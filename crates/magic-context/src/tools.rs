@@ -210,7 +210,10 @@ impl TypedTool for MemoryTool {
                     let content = required(input.content, "content")?;
                     let category = required(input.category, "category")?.to_ascii_uppercase();
                     if !CATEGORIES.contains(&category.as_str()) {
-                        return Err(Error::Invalid(format!("unknown category {category}: use one of {}", CATEGORIES.join(", "))));
+                        return Err(Error::Invalid(format!(
+                            "unknown category {category}: use one of {}",
+                            CATEGORIES.join(", ")
+                        )));
                     }
                     let (id, new) = engine.write_memory(&project, &category, &content, (shared.clock)())?;
                     Ok(if new { format!("memory {id} saved") } else { format!("memory {id} already exists") })

@@ -83,7 +83,8 @@ pub fn generate(seed: u64, turns: usize) -> Session {
     let mut rng = fastrand::Rng::with_seed(0x6d63_0000 + seed);
     let facts = plant(&mut rng, turns);
     let switch_at = turns * 3 / 5;
-    let files: Vec<String> = (0..12).map(|i| format!("src/{}.rs", MODULES[(i + seed as usize) % MODULES.len()])).collect();
+    let files: Vec<String> =
+        (0..12).map(|i| format!("src/{}.rs", MODULES[(i + seed as usize) % MODULES.len()])).collect();
     let hot = files[0].clone();
     let mut out = Vec::new();
     for index in 0..turns {
