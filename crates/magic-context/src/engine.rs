@@ -199,14 +199,18 @@ impl Engine {
         let mut newly_dropped = Vec::new();
         if let Some(reason) = reason {
             newly_dropped = self.commit_drops(state);
-            report.materialized = self.materialize(state, dead.is_some(), rewritten)?;
+            let (materialized, live_fold) = self.materialize(state, dead.is_some(), rewritten)?;
+            report.materialized = materialized;
             if reason == "pressure" || reason == "emergency" || self.percentage(self.usage(state)) >= RECLAIM_WHEN_FREE
             {
                 newly_dropped.extend(self.reclaim(state));
                 newly_dropped.sort_unstable();
             }
             report.decision = Decision::Execute;
-            report.reason = self.hard_reason(reason, dead.is_some(), report.materialized);
+            report.reason = match live_fold {
+                Some(why) => format!("{reason}+{why}"),
+                None => reason.to_owned(),
+            };
             report.dropped_now = newly_dropped.len();
             state.meta.flush_pending = false;
         }
@@ -328,9 +332,16 @@ impl Engine {
     }
 
     /// Re-renders the slots on an executing pass: HARD (fold m[0]) when the cache is dead anyway,
-    /// when m[0]'s content truly changed (a memory was archived), or when m[1] outgrew its share
-    /// of m[0]; otherwise SOFT (m[1] only). New compartments alone never fold m[0].
-    fn materialize(&mut self, state: &mut SessionState, dead: bool, rewritten: bool) -> Result<Materialized> {
+    /// when m[0]'s content truly changed (a memory was archived: `m0_changed`), or, as a pressure
+    /// backstop, when m[1] outgrew half of m[0] (`m1_refold`; m[1] renders compartments in full,
+    /// undecayed); otherwise SOFT (m[1] only). New compartments alone never fold m[0]. Returns
+    /// why a fold on a live cache happened.
+    fn materialize(
+        &mut self,
+        state: &mut SessionState,
+        dead: bool,
+        rewritten: bool,
+    ) -> Result<(Materialized, Option<&'static str>)> {
         // A rewritten history invalidates the ordinals compartments cover (the save clears them).
         let compartments = if rewritten { Vec::new() } else { self.store.compartments(&state.session_id)? };
         let memories = self.store.memories(&state.project)?;
@@ -345,8 +356,14 @@ impl Engine {
             render::m1(&new_compartments, &new_memories, &notes)
         };
         let m0_changed = epoch != state.meta.memory_epoch || state.meta.m0.is_empty();
-        let m1_outgrown = render::tokens(&soft_m1) > 2_000 + render::tokens(&state.meta.m0) * 15 / 100;
+        let m1_outgrown = render::tokens(&soft_m1) > 4_000 + render::tokens(&state.meta.m0) * 50 / 100;
         let hard = dead || m0_changed || m1_outgrown;
+        let live_fold = match (dead, m0_changed, m1_outgrown) {
+            (true, _, _) => None,
+            (false, true, _) => Some("m0_changed"),
+            (false, false, true) => Some("m1_refold"),
+            (false, false, false) => None,
+        };
         if hard {
             let budget = (self.config.context_limit as f64 * self.config.history_budget_percentage) as u64;
             state.meta.m0 = render::m0(&compartments, &memories, budget);
@@ -361,16 +378,7 @@ impl Engine {
         state.meta.m1_memory_id = newest_memory;
         let covered = compartments.last().map_or(0, |compartment| compartment.end);
         state.meta.boundary = covered.min(state.marks.len());
-        Ok(if hard { Materialized::Hard } else { Materialized::Soft })
-    }
-
-    /// The attributed reason: the execute trigger, or for a HARD fold on a live cache, the
-    /// content change that forced it.
-    fn hard_reason(&self, reason: &str, dead: bool, materialized: Materialized) -> String {
-        if materialized == Materialized::Hard && !dead {
-            return format!("{reason}+m0_changed");
-        }
-        reason.to_owned()
+        Ok((if hard { Materialized::Hard } else { Materialized::Soft }, live_fold))
     }
 
     fn historian_due(&self, state: &SessionState, percentage: f64) -> bool {
