@@ -198,6 +198,11 @@ impl Plugin for MagicContext {
         HookSet::of([HookName::ChatMessagesTransform, HookName::Tool])
     }
 
+    /// It keeps the window itself; the runtime's proactive compaction stands down while it runs.
+    fn manages_context(&self) -> bool {
+        true
+    }
+
     fn start<'a>(&'a self, ctx: &'a StartContext) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { self.open(ctx).map_err(|err| err.to_string()) })
     }

@@ -276,6 +276,12 @@ impl PluginHost {
         failures
     }
 
+    /// Whether a ready plugin keeps requests inside the context window itself
+    /// ([`Plugin::manages_context`]).
+    pub fn manages_context(&self) -> bool {
+        self.implements(HookName::ChatMessagesTransform) && self.active().plugins.iter().any(|p| p.manages_context())
+    }
+
     /// The `event` hook: delivers a bus event to every ready plugin that listens.
     pub fn event(&self, event: &PluginEvent) {
         if !self.implements(HookName::Event) {

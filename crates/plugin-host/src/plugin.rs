@@ -69,6 +69,16 @@ pub trait Plugin: Send + Sync + 'static {
         None
     }
 
+    /// Whether this plugin keeps the request inside the model's context window itself (it
+    /// rewrites the history in `experimental.chat.messages.transform`). While a ready plugin says
+    /// so, the runtime skips its proactive compaction (which judges the untransformed history) and
+    /// keeps only the recovery from a provider's context-overflow error, so the built-in
+    /// compaction stays the safety net without second-guessing the plugin. A plugin that failed to
+    /// start is not ready, so the built-in compaction is back in charge.
+    fn manages_context(&self) -> bool {
+        false
+    }
+
     /// Plugin-defined Context Sources (asked once, after it is ready).
     fn context_sources(&self) -> Vec<PluginSource> {
         Vec::new()

@@ -53,6 +53,13 @@ pub trait Hooks: Send + Sync {
         false
     }
 
+    /// Whether the hooks keep each request inside the context window themselves (a plugin's
+    /// messages transform manages it): then the runner skips its proactive compaction and keeps
+    /// only the recovery from a provider's context-overflow error.
+    fn manages_context(&self) -> bool {
+        false
+    }
+
     /// A user message about to be written at promotion (OpenCode's `chat.message`): may change its
     /// parts. `turn.message_id` is the new message's id; agent and model are those it runs under.
     fn chat_message<'a>(&'a self, _turn: &'a TurnInfo, _parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
@@ -124,6 +131,10 @@ impl PluginHooks {
 impl Hooks for PluginHooks {
     fn rewrites_messages(&self) -> bool {
         self.host.implements(HookName::ChatMessage)
+    }
+
+    fn manages_context(&self) -> bool {
+        self.host.manages_context()
     }
 
     fn chat_message<'a>(&'a self, turn: &'a TurnInfo, parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {

@@ -340,8 +340,10 @@ impl Runner {
             let mut request = self.request(location, agent, model, &epoch.baseline, projected.messages, last_step);
             let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
+            let managed = self.inner.hooks.as_ref().is_some_and(|hooks| hooks.manages_context());
             if self.inner.compaction.auto
                 && !compacted
+                && !managed
                 && self.inner.compaction.overflows(estimate, model.info.limit.context, output)
             {
                 compacted = true;

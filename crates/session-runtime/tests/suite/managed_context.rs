@@ -1,0 +1,125 @@
+//! A plugin that keeps the window itself ([`Plugin::manages_context`]): the runner's proactive
+//! compaction stands down, and Magic Context, registered from config, shapes the real requests.
+
+use std::sync::Arc;
+
+use opencode_catalog::Catalog;
+use opencode_config::Config;
+use opencode_config::Paths;
+use opencode_llm::ClientOptions;
+use opencode_llm::LlmClient;
+use opencode_llm::Message;
+use opencode_llm::RetryPolicy;
+use opencode_mock_provider::MockProvider;
+use opencode_plugin_host::ChatInput;
+use opencode_plugin_host::HookFuture;
+use opencode_plugin_host::HookName;
+use opencode_plugin_host::HookSet;
+use opencode_plugin_host::MessagesOutput;
+use opencode_plugin_host::Plugin;
+use opencode_plugin_host::PluginHost;
+use opencode_plugin_host::Requirement;
+use opencode_session_runtime::DrainOutcome;
+use opencode_session_runtime::PluginHooks;
+use opencode_session_runtime::PromptRequest;
+use opencode_session_runtime::RuntimeOptions;
+use opencode_session_runtime::SessionRuntime;
+use opencode_session_runtime::StandardLocations;
+use opencode_session_store::NewSession;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::fast_retries;
+use super::support::requests;
+use super::support::text;
+use super::support::transcript;
+
+/// Sends only the newest message, and says it manages the window.
+struct Newest;
+
+impl Plugin for Newest {
+    fn namespace(&self) -> &str {
+        "newest"
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of([HookName::ChatMessagesTransform])
+    }
+
+    fn manages_context(&self) -> bool {
+        true
+    }
+
+    fn chat_messages_transform<'a>(&'a self, _: &'a ChatInput, output: &'a mut MessagesOutput) -> HookFuture<'a> {
+        let newest: Vec<Message> = output.messages.pop().into_iter().collect();
+        output.messages = newest;
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A runtime over the mock provider with a `context`-token model and `host`'s plugins.
+async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost, context: u64) -> SessionRuntime {
+    host.ready().await.unwrap();
+    let config: Config = serde_json::from_value(json!({
+        "model": "mock/m",
+        "compaction": {"reserved": 200, "preserve_recent_tokens": 1_000},
+        "provider": {"mock": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": format!("{}/v1", mock.base_url())},
+            "models": {"m": {"tool_call": true, "limit": {"context": context, "output": 200}}}
+        }}
+    }))
+    .unwrap();
+    let paths = Paths::under(data);
+    let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
+    let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());
+    let llm = LlmClient::with_options(ClientOptions { retry: RetryPolicy::none(), ..ClientOptions::default() });
+    let locations = StandardLocations::new(&config, paths.clone(), opencode_config::Env::default());
+    let options = RuntimeOptions { retry: fast_retries(), titles: false, ..RuntimeOptions::default() };
+    SessionRuntime::builder(store, llm, catalog, Arc::new(config), paths)
+        .locations(locations)
+        .options(options)
+        .hooks(Arc::new(PluginHooks::new(Arc::new(host))))
+        .build()
+}
+
+#[tokio::test]
+async fn a_plugin_managing_the_window_stands_the_proactive_compaction_down() {
+    let mock = MockProvider::start().await.unwrap();
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let host = PluginHost::builder().plugin(Arc::new(Newest), Requirement::Required).build();
+    assert!(!host.manages_context(), "nothing is ready before start");
+    let runtime = runtime(&mock, data.path(), host, 3_000).await;
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    mock.push_all([text("ok"), text("Continuing.")]);
+    runtime.run(PromptRequest::text(&session.id, "a".repeat(4_000))).await.unwrap();
+    let second = runtime.run(PromptRequest::text(&session.id, "b".repeat(7_000))).await.unwrap();
+
+    assert_eq!(second.outcome, DrainOutcome::Completed);
+    let sent = requests(&mock);
+    assert_eq!(sent.len(), 2, "no summary request: the plugin keeps the window");
+    assert_eq!(transcript(&sent[1])[1..], [format!("user: {}", "b".repeat(7_000))]);
+}
+
+#[tokio::test]
+async fn magic_context_from_config_shapes_the_provider_request() {
+    let mock = MockProvider::start().await.unwrap();
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let config = Config { magic_context: Some(json!({"context_limit": 64_000})), ..Config::default() };
+    let host = opencode_magic_context::register(PluginHost::builder(), &config, data.path()).build();
+    let runtime = runtime(&mock, data.path(), host, 64_000).await;
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    mock.push_all([text("Hello."), text("Still here.")]);
+    runtime.run(PromptRequest::text(&session.id, "hi")).await.unwrap();
+    runtime.run(PromptRequest::text(&session.id, "and again")).await.unwrap();
+
+    let sent = requests(&mock);
+    let first = transcript(&sent[0]);
+    let second = transcript(&sent[1]);
+    assert!(first[1].starts_with("user: <session-history>"), "{first:?}");
+    assert!(first[2].starts_with("user: <session-history-since>"), "{first:?}");
+    assert_eq!(first[3], "user: §1§ hi");
+    assert_eq!(second[..4], first[..4], "the second request replays the first byte for byte");
+    assert_eq!(second[4..], ["assistant: §2§ Hello.".to_owned(), "user: §3§ and again".to_owned()]);
+    assert!(data.path().join("magic-context/context.db").exists());
+}
