@@ -38,6 +38,10 @@ use crate::store::Store;
 
 /// Tokens a message costs beyond its parts (role, framing).
 const MESSAGE_OVERHEAD: u64 = 4;
+/// Nudges start this many percentage points below the execute threshold.
+pub const NUDGE_BAND: f64 = 10.0;
+/// Tokens of growth between two nudges.
+pub const NUDGE_INTERVAL: u64 = 10_000;
 /// Percent of the window a reclaiming pass brings usage down to.
 const RECLAIM_TARGET: u64 = 40;
 /// Usage (percent) from which a pass that busts for free (dead cache, flush) also reclaims.
@@ -140,11 +144,59 @@ pub struct Engine {
     config: MagicContextConfig,
     store: Store,
     sessions: HashMap<String, SessionState>,
+    /// Per session, the usage at the last nudge (nudges are rate-limited by growth).
+    nudged: HashMap<String, u64>,
 }
 
 impl Engine {
     pub fn new(config: MagicContextConfig, store: Store) -> Self {
-        Self { config, store, sessions: HashMap::new() }
+        Self { config, store, sessions: HashMap::new(), nudged: HashMap::new() }
+    }
+
+    /// A reminder to append to a tool's output (it is stored with the output, so it replays for
+    /// free): when usage is within [`NUDGE_BAND`] points of the execute threshold or past it, at
+    /// most once per [`NUDGE_INTERVAL`] tokens of growth, naming the largest old tool outputs the
+    /// agent could drop with `ctx_reduce`.
+    pub fn nudge(&mut self, session_id: &str) -> Result<Option<String>> {
+        if !self.config.ctx_reduce_enabled {
+            return Ok(None);
+        }
+        let Some(state) = self.state(session_id)? else { return Ok(None) };
+        let usage = state.meta.last_usage_tokens;
+        let percentage = self.percentage(usage);
+        let near = percentage + NUDGE_BAND >= f64::from(self.config.execute_threshold_percentage);
+        let last = self.nudged.get(session_id).copied();
+        if !near || last.is_some_and(|last| usage < last + NUDGE_INTERVAL) {
+            return Ok(None);
+        }
+        let protected_from = self.protected_from(&state);
+        let mut candidates: Vec<(u32, &Tag)> = state
+            .tags
+            .iter()
+            .enumerate()
+            .map(|(index, tag)| (index as u32 + 1, tag))
+            .filter(|(number, tag)| {
+                tag.kind == TagKind::Tool
+                    && !tag.dropped
+                    && *number < protected_from
+                    && tag.ordinal >= state.meta.boundary
+            })
+            .collect();
+        candidates.sort_by(|a, b| b.1.tokens.cmp(&a.1.tokens).then(a.0.cmp(&b.0)));
+        let named: Vec<String> = candidates
+            .iter()
+            .take(5)
+            .map(|(number, tag)| format!("§{number}§ {} ({} tokens)", tag.tool, tag.tokens))
+            .collect();
+        if named.is_empty() {
+            return Ok(None);
+        }
+        self.nudged.insert(session_id.to_owned(), usage);
+        Ok(Some(format!(
+            "<system-reminder>Context is at {percentage:.0}% of the window. Older tool outputs you may no longer need: {}. \
+             If you have acted on them, drop them with ctx_reduce (they stay reachable with ctx_search).</system-reminder>",
+            named.join(", ")
+        )))
     }
 
     pub fn config(&self) -> &MagicContextConfig {
@@ -280,10 +332,15 @@ impl Engine {
     /// tags (the newest ones) are never dropped; their queued drops wait.
     fn commit_drops(&mut self, state: &mut SessionState) -> Vec<u32> {
         let protected_from = self.protected_from(state);
-        let mut chosen: Vec<u32> = state.pending.iter().copied().filter(|tag| *tag < protected_from).collect();
-        state.pending.retain(|tag| *tag >= protected_from);
-        chosen.extend(heuristic_drops(state, protected_from, self.config.auto_drop_tool_age));
-        let mut dropped: Vec<u32> = chosen.into_iter().filter(|number| drop_tag(state, *number)).collect();
+        let mut due = std::mem::take(&mut state.pending);
+        state.pending = due.split_off(&protected_from);
+        let heuristic = heuristic_drops(state, protected_from, self.config.auto_drop_tool_age);
+        let mut dropped = Vec::new();
+        for number in due.into_iter().chain(heuristic) {
+            if drop_tag(state, number) {
+                dropped.push(number);
+            }
+        }
         dropped.sort_unstable();
         dropped
     }

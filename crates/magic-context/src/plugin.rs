@@ -24,6 +24,8 @@ use opencode_plugin_host::PluginHostBuilder;
 use opencode_plugin_host::PluginNotice;
 use opencode_plugin_host::Requirement;
 use opencode_plugin_host::StartContext;
+use opencode_plugin_host::ToolAfterInput;
+use opencode_plugin_host::ToolAfterOutput;
 use opencode_tool_registry::Tool;
 
 use crate::config::MagicContextConfig;
@@ -195,7 +197,7 @@ impl Plugin for MagicContext {
     }
 
     fn hooks(&self) -> HookSet {
-        HookSet::of([HookName::ChatMessagesTransform, HookName::Tool])
+        HookSet::of([HookName::ChatMessagesTransform, HookName::Tool, HookName::ToolExecuteAfter])
     }
 
     /// It keeps the window itself; the runtime's proactive compaction stands down while it runs.
@@ -213,5 +215,23 @@ impl Plugin for MagicContext {
 
     fn chat_messages_transform<'a>(&'a self, input: &'a ChatInput, output: &'a mut MessagesOutput) -> HookFuture<'a> {
         Box::pin(self.transform(input, output))
+    }
+
+    /// Appends the `ctx_reduce` nudge to a tool's output when one is due; the host stores the
+    /// output with it, so later requests replay it byte for byte.
+    fn tool_execute_after<'a>(&'a self, input: &'a ToolAfterInput, output: &'a mut ToolAfterOutput) -> HookFuture<'a> {
+        Box::pin(async move {
+            let shared = Arc::clone(&self.shared);
+            let session = input.session_id.clone();
+            let nudge = tokio::task::spawn_blocking(move || shared.engine()?.nudge(&session))
+                .await
+                .map_err(|err| HookError::new(format!("magic context nudge did not finish: {err}")))?
+                .map_err(|err| HookError::new(err.to_string()))?;
+            if let Some(nudge) = nudge {
+                output.output.push_str("\n\n");
+                output.output.push_str(&nudge);
+            }
+            Ok(())
+        })
     }
 }

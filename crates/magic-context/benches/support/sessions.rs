@@ -90,7 +90,7 @@ pub fn generate(seed: u64, turns: usize) -> Session {
     for index in 0..turns {
         let mut user = format!("{} {}", ASKS[rng.usize(..ASKS.len())], files[rng.usize(..files.len())]);
         for plant in facts.iter().filter(|plant| plant.turn == index) {
-            user.push_str("\n");
+            user.push('\n');
             user.push_str(&plant.text);
         }
         let idle_seconds = if index > 0 && rng.u8(..100) < 8 { rng.u64(330..1500) } else { rng.u64(5..90) };

@@ -6,6 +6,7 @@ use opencode_llm::Message;
 use opencode_llm::Role;
 use opencode_llm::ToolResultValue;
 use opencode_magic_context::Decision;
+use opencode_magic_context::MagicContextConfig;
 use opencode_magic_context::Materialized;
 use opencode_magic_context::render::EMPTY_M1;
 use pretty_assertions::assert_eq;
@@ -314,4 +315,24 @@ fn state_from_a_newer_build_is_refused_with_its_reason() {
 
 fn rusqlite_connection(path: &std::path::Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
+}
+
+#[test]
+fn near_the_threshold_a_nudge_names_the_largest_old_outputs_once_per_growth_step() {
+    let mut harness = Harness::new(config(40_000));
+    let mut raw = pressure_history(10);
+    if let Some(ContentPart::ToolResult { result, .. }) = raw[6].content.first_mut() {
+        *result = ToolResultValue::Text("y".repeat(16_000));
+    }
+    harness.pass(&raw[..3], 1_000, MODEL);
+    assert_eq!(harness.engine.nudge(SESSION).unwrap(), None, "far below the threshold");
+    let (_, report) = harness.pass(&raw, 2_000, MODEL);
+    assert!(report.usage_tokens * 100 / 40_000 >= 55, "{report:?}");
+    let nudge = harness.engine.nudge(SESSION).unwrap().unwrap();
+    assert!(nudge.starts_with("<system-reminder>Context is at "), "{nudge}");
+    assert!(nudge.contains("no longer need: §4§ read (4000 tokens), §2§ read (2001 tokens), §3§ read"), "{nudge}");
+    assert_eq!(harness.engine.nudge(SESSION).unwrap(), None, "not again until usage grows");
+    let mut quiet = Harness::new(MagicContextConfig { ctx_reduce_enabled: false, ..config(40_000) });
+    quiet.pass(&raw, 2_000, MODEL);
+    assert_eq!(quiet.engine.nudge(SESSION).unwrap(), None, "no nudges without ctx_reduce");
 }
