@@ -1,4 +1,5 @@
-//! `cargo xtask bench magic-context [--json] [--sessions N] [--turns N]`: replays seeded
+//! `cargo xtask bench magic-context [--json] [--sessions N] [--turns N] [--longmemeval FILE
+//! [--limit N]]`: replays seeded
 //! synthetic sessions three ways through a prompt-caching mock of Anthropic and reports cache
 //! hits, busts and their causes, overflow errors, fact retention and billed cost.
 //!
@@ -90,6 +91,7 @@ struct Totals {
     contexts: Vec<u64>,
     facts: u64,
     facts_retained: u64,
+    facts_in_request: u64,
 }
 
 impl Totals {
@@ -104,6 +106,10 @@ impl Totals {
 
     fn retained(&self) -> f64 {
         if self.facts == 0 { 1.0 } else { self.facts_retained as f64 / self.facts as f64 }
+    }
+
+    fn in_request(&self) -> f64 {
+        if self.facts == 0 { 1.0 } else { self.facts_in_request as f64 / self.facts as f64 }
     }
 
     fn peak(&self) -> u64 {
@@ -134,6 +140,7 @@ impl Totals {
         self.contexts.extend(&other.contexts);
         self.facts += other.facts;
         self.facts_retained += other.facts_retained;
+        self.facts_in_request += other.facts_in_request;
     }
 }
 
@@ -346,6 +353,9 @@ impl Run {
             if in_request || searched {
                 self.totals.facts_retained += 1;
             }
+            if in_request {
+                self.totals.facts_in_request += 1;
+            }
         }
     }
 }
@@ -478,20 +488,71 @@ fn transform_latency() -> Result<(f64, usize), String> {
     Ok((timings.get(timings.len() / 2).copied().unwrap_or(0.0), timings.len()))
 }
 
+/// Sessions from a LongMemEval-format file (a JSON array of questions, each with
+/// `haystack_sessions` of `{role, content}` turns, a `question` and its `answer`): each question's
+/// haystack becomes one session (a new haystack session after an hour's gap), and its answer the
+/// fact to probe. The data is not shipped; point `--longmemeval` at a copy.
+fn longmemeval(path: &str, limit: usize) -> Result<Vec<Session>, String> {
+    let text = std::fs::read_to_string(path).map_err(|err| format!("{path}: {err}"))?;
+    let questions: Vec<serde_json::Value> =
+        serde_json::from_str(&text).map_err(|err| format!("{path}: not a LongMemEval JSON array: {err}"))?;
+    questions.iter().take(limit).map(longmemeval_session).collect()
+}
+
+fn longmemeval_session(question: &serde_json::Value) -> Result<Session, String> {
+    let id = question["question_id"].as_str().unwrap_or("question").to_owned();
+    let haystack = question["haystack_sessions"].as_array().ok_or_else(|| format!("{id}: no haystack_sessions"))?;
+    let mut turns: Vec<Turn> = Vec::new();
+    for chat in haystack {
+        let messages = chat.as_array().ok_or_else(|| format!("{id}: a haystack session is not a list"))?;
+        // A new haystack session comes after an hour: the cache is cold again.
+        let mut idle_seconds = if turns.is_empty() { 0 } else { 3_600 };
+        let mut user = String::new();
+        for message in messages {
+            let content = message["content"].as_str().unwrap_or_default().to_owned();
+            match message["role"].as_str() {
+                Some("user") => user = content,
+                Some("assistant") => {
+                    let user = std::mem::take(&mut user);
+                    turns.push(Turn {
+                        idle_seconds,
+                        model: sessions::SONNET,
+                        user,
+                        steps: Vec::new(),
+                        answer: content,
+                    });
+                    idle_seconds = 30;
+                }
+                _ => {}
+            }
+        }
+    }
+    let answer = match &question["answer"] {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    let query = question["question"].as_str().unwrap_or_default().to_owned();
+    Ok(Session { name: id, turns, facts: vec![sessions::Fact { query, latest: answer }] })
+}
+
 struct Args {
     json: bool,
     sessions: u64,
     turns: usize,
+    longmemeval: Option<String>,
+    limit: usize,
 }
 
 fn args() -> Args {
-    let mut args = Args { json: false, sessions: 8, turns: 50 };
+    let mut args = Args { json: false, sessions: 8, turns: 50, longmemeval: None, limit: 5 };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
             "--json" => args.json = true,
             "--sessions" => args.sessions = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.sessions),
             "--turns" => args.turns = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.turns),
+            "--longmemeval" => args.longmemeval = iter.next(),
+            "--limit" => args.limit = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.limit),
             _ => {}
         }
     }
@@ -511,6 +572,7 @@ fn line(mode: Mode, session: &str, totals: &Totals) -> serde_json::Value {
         "overflow_errors": totals.overflow_errors,
         "compactions": totals.compactions,
         "facts_retained_ratio": round(totals.retained()),
+        "facts_in_request_ratio": round(totals.in_request()),
         "cost_usd": round(totals.cost),
         "peak_context": totals.peak(),
         "p95_context": totals.p95(),
@@ -533,7 +595,10 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), String> {
     let args = args();
-    let sessions = sessions::sessions(args.sessions, args.turns);
+    let sessions = match &args.longmemeval {
+        Some(path) => longmemeval(path, args.limit)?,
+        None => sessions::sessions(args.sessions, args.turns),
+    };
     let modes = [Mode::None, Mode::Compaction, Mode::MagicContext];
     let mut overall: Vec<Totals> = vec![Totals::default(); modes.len()];
     let mut rows = Vec::new();
