@@ -85,6 +85,8 @@ struct Totals {
     busts: u64,
     unattributed: u64,
     causes: std::collections::BTreeMap<String, u64>,
+    /// Tokens written to the cache by bust requests, per cause.
+    rewritten: std::collections::BTreeMap<String, u64>,
     overflow_errors: u64,
     compactions: u64,
     cost: f64,
@@ -133,6 +135,9 @@ impl Totals {
         self.unattributed += other.unattributed;
         for (cause, count) in &other.causes {
             *self.causes.entry(cause.clone()).or_default() += count;
+        }
+        for (cause, tokens) in &other.rewritten {
+            *self.rewritten.entry(cause.clone()).or_default() += tokens;
         }
         self.overflow_errors += other.overflow_errors;
         self.compactions += other.compactions;
@@ -332,9 +337,13 @@ impl Run {
             } else {
                 reason.or_else(|| self.pending_cause.clone())
             };
-            match cause {
-                Some(cause) => *totals.causes.entry(cause).or_default() += 1,
-                None => totals.unattributed += 1,
+            let cause = cause.unwrap_or_else(|| {
+                totals.unattributed += 1;
+                "unattributed".to_owned()
+            });
+            *totals.rewritten.entry(cause.clone()).or_default() += usage.cache_creation_input_tokens;
+            if cause != "unattributed" {
+                *totals.causes.entry(cause).or_default() += 1;
             }
         }
         self.pending_cause = None;
@@ -569,6 +578,10 @@ fn line(mode: Mode, session: &str, totals: &Totals) -> serde_json::Value {
         "busts": totals.busts,
         "unattributed_busts": totals.unattributed,
         "bust_causes": totals.causes,
+        "bust_rewritten_tokens": totals.rewritten,
+        "input_tokens": totals.input,
+        "cache_creation_input_tokens": totals.creation,
+        "cache_read_input_tokens": totals.read,
         "overflow_errors": totals.overflow_errors,
         "compactions": totals.compactions,
         "facts_retained_ratio": round(totals.retained()),
@@ -654,7 +667,14 @@ fn run() -> Result<(), String> {
         );
     }
     for (mode, totals) in modes.iter().zip(&overall) {
-        println!("{} bust causes: {:?}", mode.name(), totals.causes);
+        println!("{} bust causes: {:?}, tokens they wrote: {:?}", mode.name(), totals.causes, totals.rewritten);
+        println!(
+            "{} tokens: input {}, cache writes {}, cache reads {}",
+            mode.name(),
+            totals.input,
+            totals.creation,
+            totals.read
+        );
     }
     println!("transform pass p50 at ~1,000 messages: {p50:.3} ms ({samples} passes)");
     Ok(())
