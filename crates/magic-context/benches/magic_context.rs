@@ -277,6 +277,8 @@ impl Run {
                 project: "/bench/project".into(),
                 model_key: format!("anthropic/{}", self.model),
                 now_ms: self.now_ms,
+                // The configured `context_limit` is the simulated window.
+                window: None,
             };
             let report = engine.transform(&pass, &mut messages).map_err(|err| err.to_string())?;
             if report.decision == Decision::Execute {
@@ -485,8 +487,13 @@ fn transform_latency() -> Result<(f64, usize), String> {
     for end in (900..history.len().min(1_100)).step_by(2) {
         let mut messages = history[..end].to_vec();
         now += 10_000;
-        let pass =
-            PassInput { session_id: "latency".into(), project: "/p".into(), model_key: "a/m".into(), now_ms: now };
+        let pass = PassInput {
+            session_id: "latency".into(),
+            project: "/p".into(),
+            model_key: "a/m".into(),
+            now_ms: now,
+            window: None,
+        };
         let started = Instant::now();
         engine.transform(&pass, &mut messages).map_err(|err| err.to_string())?;
         if end >= 950 {

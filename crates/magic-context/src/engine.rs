@@ -57,6 +57,9 @@ pub struct PassInput {
     pub model_key: String,
     /// Now, in milliseconds (wall clock, or a simulated one).
     pub now_ms: u64,
+    /// The usable window of the model in tokens, when the host knows it; otherwise the
+    /// configured `context_limit`.
+    pub window: Option<u64>,
 }
 
 /// What a pass decided.
@@ -163,7 +166,7 @@ impl Engine {
         }
         let Some(state) = self.state(session_id)? else { return Ok(None) };
         let usage = state.meta.last_usage_tokens;
-        let percentage = self.percentage(usage);
+        let percentage = self.percentage(&state, usage);
         let near = percentage + NUDGE_BAND >= f64::from(self.config.execute_threshold_percentage);
         let last = self.nudged.get(session_id).copied();
         if !near || last.is_some_and(|last| usage < last + NUDGE_INTERVAL) {
@@ -229,6 +232,7 @@ impl Engine {
 
     fn pass(&mut self, state: &mut SessionState, input: &PassInput, messages: &mut Vec<Message>) -> Result<PassReport> {
         let first = state.meta.passes == 0;
+        state.meta.window = input.window.unwrap_or(0);
         let rewritten = sync_rewritten(state, messages);
         let new_from = state.marks.len();
         let tags_from = state.tags.len();
@@ -236,7 +240,7 @@ impl Engine {
         let dead = self.dead_cache_reason(state, input, first, rewritten);
         let flush = state.meta.flush_pending;
         let usage = self.usage(state);
-        let percentage = self.percentage(usage);
+        let percentage = self.percentage(state, usage);
         let at_turn_start = messages.last().is_some_and(|message| message.role == Role::User);
         let reason = execute_reason(dead, flush, percentage, self.config.execute_threshold_percentage, at_turn_start);
         let mut report = PassReport {
@@ -253,7 +257,9 @@ impl Engine {
             newly_dropped = self.commit_drops(state);
             let (materialized, live_fold) = self.materialize(state, dead.is_some(), rewritten)?;
             report.materialized = materialized;
-            if reason == "pressure" || reason == "emergency" || self.percentage(self.usage(state)) >= RECLAIM_WHEN_FREE
+            if reason == "pressure"
+                || reason == "emergency"
+                || self.percentage(state, self.usage(state)) >= RECLAIM_WHEN_FREE
             {
                 newly_dropped.extend(self.reclaim(state));
                 newly_dropped.sort_unstable();
@@ -282,7 +288,7 @@ impl Engine {
         };
         self.store.save_pass(state, &raw, tags_from, &newly_dropped, &decision)?;
         report.historian_due = self.historian_due(state, percentage);
-        report.block = self.percentage(report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
+        report.block = self.percentage(state, report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
         render_messages(state, messages, self.config.ctx_reduce_enabled);
         Ok(report)
     }
@@ -324,8 +330,13 @@ impl Engine {
         self.config.overhead_tokens + slots + tail - saved
     }
 
-    fn percentage(&self, tokens: u64) -> f64 {
-        tokens as f64 * 100.0 / self.config.context_limit as f64
+    /// The session's window: what the host said on the last pass, else the configured one.
+    fn window(&self, state: &SessionState) -> u64 {
+        if state.meta.window > 0 { state.meta.window } else { self.config.context_limit }
+    }
+
+    fn percentage(&self, state: &SessionState, tokens: u64) -> f64 {
+        tokens as f64 * 100.0 / self.window(state) as f64
     }
 
     /// Commits queued drops and the heuristic ones (old and superseded tool outputs). Protected
@@ -349,7 +360,7 @@ impl Engine {
     /// once it holds the token floor (5% of the window, 2,000 to 64,000 tokens) and at least
     /// three tags, so a few huge newest outputs cannot pin a full window.
     fn protected_from(&self, state: &SessionState) -> u32 {
-        let floor = (self.config.context_limit / 20).clamp(2_000, 64_000);
+        let floor = (self.window(state) / 20).clamp(2_000, 64_000);
         let mut tokens = 0;
         let mut first = state.tags.len() as u32 + 1;
         for (count, tag) in state.tags.iter().rev().enumerate() {
@@ -366,7 +377,7 @@ impl Engine {
     /// target. A pass that busts anyway reclaims well below the threshold, so the next forced
     /// bust is many turns away instead of one.
     fn reclaim(&self, state: &mut SessionState) -> Vec<u32> {
-        let target = self.config.context_limit * RECLAIM_TARGET / 100;
+        let target = self.window(state) * RECLAIM_TARGET / 100;
         let protected_from = self.protected_from(state);
         let boundary = state.meta.boundary;
         let mut usage = self.usage(state);
@@ -422,7 +433,7 @@ impl Engine {
             (false, false, false) => None,
         };
         if hard {
-            let budget = (self.config.context_limit as f64 * self.config.history_budget_percentage) as u64;
+            let budget = (self.window(state) as f64 * self.config.history_budget_percentage) as u64;
             state.meta.m0 = render::m0(&compartments, &memories, budget);
             state.meta.m1 = render::m1(&[], &[], &notes);
             state.meta.m0_seq = newest_seq;
@@ -443,8 +454,8 @@ impl Engine {
         let Some((start, end)) = historian::eligible(state, covered, self.config.protected_user_turns) else {
             return false;
         };
-        let budget = (self.config.context_limit * u64::from(self.config.execute_threshold_percentage) / 2000)
-            .clamp(2_000, 50_000);
+        let budget =
+            (self.window(state) * u64::from(self.config.execute_threshold_percentage) / 2000).clamp(2_000, 50_000);
         let eligible = historian::range_tokens(state, start, end);
         eligible >= budget || (percentage >= 80.0 && eligible > 0)
     }
@@ -557,7 +568,7 @@ impl Engine {
         let usage = state.meta.last_usage_tokens;
         Ok(Some(Status {
             usage_tokens: usage,
-            usage_percentage: self.percentage(usage),
+            usage_percentage: self.percentage(&state, usage),
             tags: state.tags.len(),
             dropped: state.tags.iter().filter(|tag| tag.dropped).count(),
             pending: state.pending.len(),

@@ -19,6 +19,7 @@ use opencode_plugin_host::HookFuture;
 use opencode_plugin_host::HookName;
 use opencode_plugin_host::HookSet;
 use opencode_plugin_host::MessagesOutput;
+use opencode_plugin_host::ModelLimit;
 use opencode_plugin_host::Plugin;
 use opencode_plugin_host::PluginHostBuilder;
 use opencode_plugin_host::PluginNotice;
@@ -122,6 +123,7 @@ impl MagicContext {
             project: self.shared.project(),
             model_key: format!("{}/{}", input.model.provider_id, input.model.model_id),
             now_ms: (self.clock)(),
+            window: input.limit.and_then(usable_window),
         };
         let messages = std::mem::take(&mut output.messages);
         let shared = Arc::clone(&self.shared);
@@ -186,9 +188,27 @@ pub fn register(
     }
 }
 
+/// The window a request may fill: the context minus the output reserve (the output limit, at
+/// most a quarter of the context); `None` when the host does not know the model's limits.
+fn usable_window(limit: ModelLimit) -> Option<u64> {
+    (limit.context > 0).then(|| limit.context - limit.output.min(limit.context / 4))
+}
+
 fn wall_clock() -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_usable_window_reserves_output_up_to_a_quarter_of_the_context() {
+        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 64_000 }), Some(150_000));
+        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 8_000 }), Some(192_000));
+        assert_eq!(usable_window(ModelLimit { context: 0, output: 8_000 }), None);
+    }
 }
 
 impl Plugin for MagicContext {

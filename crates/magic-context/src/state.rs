@@ -67,6 +67,8 @@ pub struct Meta {
     pub passes: u64,
     /// The estimated prompt tokens of the last pass.
     pub last_usage_tokens: u64,
+    /// The usable window the host gave on the last pass (0: use the configured one).
+    pub window: u64,
 }
 
 /// One session's state.

@@ -35,7 +35,8 @@ CREATE TABLE session_meta (
     memory_epoch INTEGER NOT NULL DEFAULT 0,
     flush_pending INTEGER NOT NULL DEFAULT 0,
     passes INTEGER NOT NULL DEFAULT 0,
-    last_usage_tokens INTEGER NOT NULL DEFAULT 0
+    last_usage_tokens INTEGER NOT NULL DEFAULT 0,
+    window_tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE raw_messages (
     session_id TEXT NOT NULL,
@@ -255,7 +256,7 @@ impl Store {
 
     fn load_meta(&self, session_id: &str) -> Result<Option<(String, Meta)>> {
         let sql = "SELECT project, model_key, last_request_ms, boundary, m0, m1, m0_seq, m1_seq, m0_memory_id,
-                   m1_memory_id, memory_epoch, flush_pending, passes, last_usage_tokens
+                   m1_memory_id, memory_epoch, flush_pending, passes, last_usage_tokens, window_tokens
                    FROM session_meta WHERE session_id = ?1";
         let found = self
             .conn
@@ -274,6 +275,7 @@ impl Store {
                     flush_pending: row.get(11)?,
                     passes: row.get::<_, i64>(12)? as u64,
                     last_usage_tokens: row.get::<_, i64>(13)? as u64,
+                    window: row.get::<_, i64>(14)? as u64,
                 };
                 Ok((row.get::<_, String>(0)?, meta))
             })
@@ -612,7 +614,7 @@ fn insert_tags(tx: &Transaction<'_>, state: &SessionState, from: usize) -> Resul
 fn write_meta(tx: &Transaction<'_>, state: &SessionState) -> Result<()> {
     let meta = &state.meta;
     tx.execute(
-        "INSERT OR REPLACE INTO session_meta VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "INSERT OR REPLACE INTO session_meta VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             state.session_id,
             state.project,
@@ -628,7 +630,8 @@ fn write_meta(tx: &Transaction<'_>, state: &SessionState) -> Result<()> {
             meta.memory_epoch,
             meta.flush_pending,
             meta.passes as i64,
-            meta.last_usage_tokens as i64
+            meta.last_usage_tokens as i64,
+            meta.window as i64
         ],
     )?;
     Ok(())

@@ -242,6 +242,15 @@ pub struct ModelRef {
     pub model_id: String,
 }
 
+/// A model's token limits as the catalog knows them (OpenCode's `model.limit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelLimit {
+    /// The context window.
+    pub context: u64,
+    /// The most the model may write in one turn.
+    pub output: u64,
+}
+
 /// The provider turn a chat hook runs for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatInput {
@@ -252,6 +261,10 @@ pub struct ChatInput {
     pub message_id: String,
     pub agent: String,
     pub model: ModelRef,
+    /// The model's limits, when the catalog knows them: what a plugin managing the context
+    /// window sizes it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<ModelLimit>,
 }
 
 /// `chat.params` output: `None` leaves the control as it was.

@@ -18,6 +18,7 @@ use opencode_llm::ToolDefinition;
 use opencode_plugin_host::ChatInput;
 use opencode_plugin_host::ChatMessageInput;
 use opencode_plugin_host::HookName;
+use opencode_plugin_host::ModelLimit;
 use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::PluginEvent;
 use opencode_plugin_host::PluginHost;
@@ -42,6 +43,9 @@ pub struct TurnInfo {
     pub agent: String,
     pub provider: String,
     pub model: String,
+    /// The model's context window and output limit in tokens (0 when unknown).
+    pub context_limit: u64,
+    pub output_limit: u64,
 }
 
 /// Hook points, in the order the runner reaches them in a provider turn.
@@ -238,6 +242,8 @@ fn chat_input(turn: &TurnInfo) -> ChatInput {
         message_id: turn.message_id.clone(),
         agent: turn.agent.clone(),
         model: ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone() },
+        limit: (turn.context_limit > 0)
+            .then_some(ModelLimit { context: turn.context_limit, output: turn.output_limit }),
     }
 }
 

@@ -359,6 +359,8 @@ impl Runner {
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             if let Some(hooks) = &self.inner.hooks {
                 hooks.tool_definitions(&turn, &mut request.tools).await;
@@ -707,6 +709,8 @@ impl Runner {
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             let mut kinds = prompt.parts();
             hooks.chat_message(&turn, &mut kinds).await;

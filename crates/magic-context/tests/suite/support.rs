@@ -47,7 +47,13 @@ impl Harness {
 
     pub fn pass(&mut self, history: &[Message], now_ms: u64, model: &str) -> (Vec<Message>, PassReport) {
         let mut messages = history.to_vec();
-        let input = PassInput { session_id: SESSION.into(), project: PROJECT.into(), model_key: model.into(), now_ms };
+        let input = PassInput {
+            session_id: SESSION.into(),
+            project: PROJECT.into(),
+            model_key: model.into(),
+            now_ms,
+            window: None,
+        };
         let report = self.engine.transform(&input, &mut messages).unwrap();
         (messages, report)
     }

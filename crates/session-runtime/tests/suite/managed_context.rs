@@ -10,6 +10,7 @@ use opencode_llm::ClientOptions;
 use opencode_llm::LlmClient;
 use opencode_llm::Message;
 use opencode_llm::RetryPolicy;
+use opencode_magic_context::MagicContext;
 use opencode_mock_provider::MockProvider;
 use opencode_plugin_host::ChatInput;
 use opencode_plugin_host::HookFuture;
@@ -105,8 +106,10 @@ async fn a_plugin_managing_the_window_stands_the_proactive_compaction_down() {
 async fn magic_context_from_config_shapes_the_provider_request() {
     let mock = MockProvider::start().await.unwrap();
     let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let config = Config { magic_context: Some(json!({"context_limit": 64_000})), ..Config::default() };
-    let host = opencode_magic_context::register(PluginHost::builder(), &config, data.path()).build();
+    // The configured window is a fallback: the model's limits from the catalog win.
+    let config = Config { magic_context: Some(json!({"context_limit": 8_000})), ..Config::default() };
+    let plugin = Arc::new(MagicContext::from_config(&config, data.path()).unwrap().unwrap());
+    let host = PluginHost::builder().plugin(Arc::clone(&plugin) as Arc<dyn Plugin>, Requirement::Optional).build();
     let runtime = runtime(&mock, data.path(), host, 64_000).await;
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
     mock.push_all([text("Hello."), text("Still here.")]);
@@ -122,4 +125,7 @@ async fn magic_context_from_config_shapes_the_provider_request() {
     assert_eq!(second[..4], first[..4], "the second request replays the first byte for byte");
     assert_eq!(second[4..], ["assistant: §2§ Hello.".to_owned(), "user: §3§ and again".to_owned()]);
     assert!(data.path().join("magic-context/context.db").exists());
+    let status = plugin.status(&session.id).unwrap().unwrap();
+    let window = 64_000 - 200;
+    assert_eq!(status.usage_percentage, status.usage_tokens as f64 * 100.0 / f64::from(window));
 }
