@@ -199,18 +199,6 @@ fn wall_clock() -> u64 {
     now.map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_usable_window_reserves_output_up_to_a_quarter_of_the_context() {
-        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 64_000 }), Some(150_000));
-        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 8_000 }), Some(192_000));
-        assert_eq!(usable_window(ModelLimit { context: 0, output: 8_000 }), None);
-    }
-}
-
 impl Plugin for MagicContext {
     fn namespace(&self) -> &str {
         "magic-context"
@@ -253,5 +241,17 @@ impl Plugin for MagicContext {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_usable_window_reserves_output_up_to_a_quarter_of_the_context() {
+        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 64_000 }), Some(150_000));
+        assert_eq!(usable_window(ModelLimit { context: 200_000, output: 8_000 }), Some(192_000));
+        assert_eq!(usable_window(ModelLimit { context: 0, output: 8_000 }), None);
     }
 }
