@@ -11,6 +11,8 @@ use std::sync::Mutex;
 use std::sync::MutexGuard;
 use std::sync::OnceLock;
 use std::sync::PoisonError;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 
 use futures_util::future::BoxFuture;
 use opencode_plugin_host::ChatInput;
@@ -57,9 +59,16 @@ pub(crate) struct Shared {
     pub(crate) engine: OnceLock<Mutex<Engine>>,
     pub(crate) project: OnceLock<String>,
     pub(crate) clock: Clock,
+    /// A historian run is under way (one at a time; a due run while one is going is skipped,
+    /// the next pass asks again).
+    pub(crate) historian_running: AtomicBool,
 }
 
 impl Shared {
+    fn new(clock: Clock) -> Self {
+        Self { engine: OnceLock::new(), project: OnceLock::new(), clock, historian_running: AtomicBool::new(false) }
+    }
+
     /// The engine, once the plugin started.
     pub(crate) fn engine(&self) -> Result<MutexGuard<'_, Engine>, Error> {
         let engine = self.engine.get().ok_or_else(|| Error::Invalid("magic context is not started".into()))?;
@@ -83,14 +92,14 @@ impl MagicContext {
     pub fn new(config: MagicContextConfig, data_dir: &std::path::Path) -> Self {
         let directory = config.data_dir.clone().unwrap_or_else(|| data_dir.join("magic-context"));
         let clock: Clock = Arc::new(wall_clock);
-        let shared = Arc::new(Shared { engine: OnceLock::new(), project: OnceLock::new(), clock: Arc::clone(&clock) });
+        let shared = Arc::new(Shared::new(Arc::clone(&clock)));
         Self { config, database: directory.join(DATABASE_FILE), clock, shared }
     }
 
     /// Replaces the clock (simulated time).
     #[must_use]
     pub fn with_clock(mut self, clock: Clock) -> Self {
-        self.shared = Arc::new(Shared { engine: OnceLock::new(), project: OnceLock::new(), clock: Arc::clone(&clock) });
+        self.shared = Arc::new(Shared::new(Arc::clone(&clock)));
         self.clock = clock;
         self
     }
@@ -152,10 +161,13 @@ fn run_pass(
             engine.flush(&pass.session_id)?;
             transformed = original.clone();
             engine.transform(pass, &mut transformed)?;
-        } else if report.historian_due {
+        } else if report.historian_due && !shared.historian_running.swap(true, Ordering::AcqRel) {
             let shared = Arc::clone(shared);
             let (session, now) = (pass.session_id.clone(), pass.now_ms);
-            std::thread::spawn(move || background_historian(&shared, &session, now));
+            std::thread::spawn(move || {
+                background_historian(&shared, &session, now);
+                shared.historian_running.store(false, Ordering::Release);
+            });
         }
         Ok(())
     })();

@@ -168,3 +168,52 @@ async fn the_agent_tools_work_through_the_tool_registry() {
     let plugin = MagicContext::from_config(&config(Some(json!(true))), &root).unwrap().unwrap();
     assert_eq!(plugin.database(), root.join("magic-context/context.db"));
 }
+
+#[tokio::test]
+async fn the_historian_runs_after_a_pass_and_the_next_executing_pass_shows_its_compartments() {
+    let data = tempfile::tempdir().unwrap();
+    let section = json!({"context_limit": 60_000, "protected_user_turns": 1});
+    let plugin = Arc::new(MagicContext::from_config(&config(Some(section)), data.path()).unwrap().unwrap());
+    let start = StartContext { directory: data.path().to_path_buf(), worktree: None };
+    let host = PluginHost::builder()
+        .plugin(
+            Arc::clone(&plugin) as Arc<dyn opencode_plugin_host::Plugin>,
+            opencode_plugin_host::Requirement::Required,
+        )
+        .start_context(start)
+        .build();
+    host.ready().await.unwrap();
+    let mut request = request();
+    request.messages = sessions::history(&sessions::generate(2, 10), 10);
+    let raw = request.clone();
+    host.apply_transforms(&chat_input(), &mut request).await;
+    // The historian runs on its own thread after the pass.
+    let mut compartments = 0;
+    for _ in 0..100 {
+        compartments = plugin.status("ses_1").unwrap().unwrap().compartments;
+        if compartments > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(compartments > 0, "the historian published nothing");
+    assert!(plugin.flush("ses_1").unwrap());
+    let mut next = raw.clone();
+    host.apply_transforms(&chat_input(), &mut next).await;
+    assert!(next.messages[1].text().contains("## 0-"), "{}", next.messages[1].text());
+    assert!(next.messages.len() < request.messages.len(), "covered messages left the request");
+}
+
+#[tokio::test]
+async fn past_the_block_line_the_pass_waits_for_the_historian() {
+    let data = tempfile::tempdir().unwrap();
+    let section = json!({"context_limit": 8_000, "protected_user_turns": 1});
+    let host = host(&config(Some(section)), data.path(), data.path()).await;
+    let mut request = request();
+    request.messages = sessions::history(&sessions::generate(2, 10), 10);
+    let raw = request.messages.len();
+    host.apply_transforms(&chat_input(), &mut request).await;
+    let slots = format!("{}{}", request.messages[0].text(), request.messages[1].text());
+    assert!(slots.contains("## 0-"), "this very request carries the compartments: {slots}");
+    assert!(request.messages.len() < raw);
+}
