@@ -31,6 +31,7 @@ use crate::state::MessageMark;
 use crate::state::SessionState;
 use crate::state::Tag;
 use crate::state::TagKind;
+use crate::store::Compartment;
 use crate::store::DecisionRow;
 use crate::store::RawRow;
 use crate::store::SearchHit;
@@ -140,6 +141,17 @@ impl std::fmt::Display for Status {
             self.m1_tokens
         )
     }
+}
+
+/// A historian run's input: raw rows `[start, end)` of a session and the next sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistorianJob {
+    pub session_id: String,
+    pub start: usize,
+    pub end: usize,
+    /// (ordinal, role, stored text).
+    pub rows: Vec<(usize, String, String)>,
+    pub next_sequence: u32,
 }
 
 /// Magic Context over one database.
@@ -467,15 +479,37 @@ impl Engine {
     /// Runs the historian for a session if it has eligible history: digests it into compartments
     /// and publishes them; the next executing pass shows them. Returns how many it published.
     pub fn run_historian(&mut self, session_id: &str, now_ms: u64) -> Result<usize> {
-        let Some(state) = self.state(session_id)? else { return Ok(0) };
+        let Some(job) = self.historian_job(session_id)? else { return Ok(0) };
+        let compartments = historian::digest(&job.rows, job.next_sequence);
+        self.publish_historian(&job, &compartments, now_ms)
+    }
+
+    /// What the historian may summarise now (the raw rows outside the protected tail after the
+    /// last compartment), if anything.
+    pub fn historian_job(&mut self, session_id: &str) -> Result<Option<HistorianJob>> {
+        let Some(state) = self.state(session_id)? else { return Ok(None) };
         let covered = self.store.compartments_end(session_id)?.min(state.marks.len());
         let Some((start, end)) = historian::eligible(&state, covered, self.config.protected_user_turns) else {
-            return Ok(0);
+            return Ok(None);
         };
-        let next = self.store.compartments(session_id)?.last().map_or(1, |compartment| compartment.sequence + 1);
+        let next_sequence =
+            self.store.compartments(session_id)?.last().map_or(1, |compartment| compartment.sequence + 1);
         let rows = self.store.raw_range(session_id, start, end)?;
-        let compartments = historian::digest(&rows, next);
-        self.store.publish_compartments(session_id, &compartments, now_ms)?;
+        Ok(Some(HistorianJob { session_id: session_id.to_owned(), start, end, rows, next_sequence }))
+    }
+
+    /// Publishes a job's compartments unless another run published first (then nothing: the job
+    /// is stale). Returns how many it published.
+    pub fn publish_historian(
+        &mut self,
+        job: &HistorianJob,
+        compartments: &[Compartment],
+        now_ms: u64,
+    ) -> Result<usize> {
+        if self.store.compartments_end(&job.session_id)? != job.start {
+            return Ok(0);
+        }
+        self.store.publish_compartments(&job.session_id, compartments, now_ms)?;
         Ok(compartments.len())
     }
 

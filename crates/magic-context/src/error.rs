@@ -13,6 +13,8 @@ pub enum Error {
     Sql(#[from] rusqlite::Error),
     #[error("magic context state: stored value unreadable: {0}")]
     Corrupt(String),
+    #[error("magic context background work did not finish: {0}")]
+    Background(String),
     /// A tool call the agent can correct.
     #[error("{0}")]
     Invalid(String),

@@ -5,6 +5,11 @@
 //! turns (`U:` the user's words, `A:` the start of the answer, `TC:` each tool call, `TR:` its
 //! result's size or error), so it keeps requests, decisions and tool trail while shedding tool
 //! output bodies, which stay reachable through `ctx_search` and `ctx_expand`.
+//!
+//! When the host offers a side model, the historian asks the small model instead ([`prompt`],
+//! [`parse`]): the same digest lines with their message numbers go in, compartments with a title
+//! and a summary come out. An answer that does not parse or breaks the rules (contiguous ranges
+//! from the job's start, each ending just before a user message) is not used: the digest is.
 
 use crate::render::tokens;
 use crate::state::SessionState;
@@ -51,6 +56,84 @@ pub fn digest(rows: &[(usize, String, String)], next_sequence: u32) -> Vec<Compa
         compartments.push(compartment(&current, next_sequence + compartments.len() as u32));
     }
     compartments
+}
+
+/// The small model's instructions.
+pub const SYSTEM: &str = "You are the historian of a coding session. You compress a range of its raw \
+history into compartments: runs of whole user turns, each summarised for the agent that will \
+continue the session without seeing the original. Keep every decision, constraint, value, name, \
+file path, command, error and its fix that may matter later, in the latest version when something \
+changed; drop chatter and the bodies of tool outputs. Write in the first person as the agent. \
+Answer with XML only: <compartments><compartment start=\"FIRST\" end=\"LAST\" title=\"a short title\">\
+summary</compartment>...</compartments>. FIRST and LAST are the message numbers shown in brackets. \
+The first compartment starts at the first message given; each next one starts right after the \
+previous one ends; each ends on the message just before a user message (U:) or on the last message \
+given. You may stop before the end of the input.";
+
+/// The request text for a job: every row's digest lines, each with its message number.
+pub fn prompt(rows: &[(usize, String, String)]) -> String {
+    let mut out = String::from("<new_messages>\n");
+    for (ordinal, role, text) in rows {
+        let mut lines = Vec::new();
+        digest_message(role, text, &mut lines);
+        for line in lines {
+            out.push_str(&format!("[{ordinal}] {line}\n"));
+        }
+    }
+    out.push_str("</new_messages>");
+    out
+}
+
+/// Reads the small model's answer into compartments numbered from `next_sequence`, checking the
+/// rules against the rows it was given; why not, in one line, when it breaks one.
+pub fn parse(answer: &str, rows: &[(usize, String, String)], next_sequence: u32) -> Result<Vec<Compartment>, String> {
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else { return Err("no rows".into()) };
+    let mut expected = first.0;
+    let mut out = Vec::new();
+    for block in answer.split("<compartment ").skip(1) {
+        let (head, rest) = block.split_once('>').ok_or("an unclosed <compartment> tag")?;
+        let body = rest.split("</compartment>").next().unwrap_or_default().trim();
+        let start = attribute(head, "start")?;
+        let end = attribute(head, "end")?;
+        if start != expected || end < start || end > last.0 {
+            return Err(format!("compartment {start}-{end} does not continue at {expected} within the input"));
+        }
+        let next_is_user = rows.iter().find(|row| row.0 == end + 1).is_none_or(|row| row.1 == "user");
+        if !next_is_user {
+            return Err(format!("compartment {start}-{end} does not end before a user message"));
+        }
+        if body.is_empty() {
+            return Err(format!("compartment {start}-{end} is empty"));
+        }
+        let title = quoted(head, "title").unwrap_or_else(|| "untitled".into());
+        let content = unescape(body);
+        out.push(Compartment {
+            sequence: next_sequence + out.len() as u32,
+            start,
+            end: end + 1,
+            title: unescape(&title),
+            content,
+        });
+        expected = end + 1;
+    }
+    if out.is_empty() {
+        return Err("no compartment in the answer".into());
+    }
+    Ok(out)
+}
+
+fn attribute(head: &str, name: &str) -> Result<usize, String> {
+    let value = quoted(head, name).ok_or_else(|| format!("a compartment without `{name}`"))?;
+    value.trim().parse().map_err(|_| format!("`{name}` is not a message number: {value}"))
+}
+
+fn quoted(head: &str, name: &str) -> Option<String> {
+    let rest = head.split(&format!("{name}=\"")).nth(1)?;
+    rest.split('"').next().map(str::to_owned)
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
 }
 
 fn compartment(rows: &[&(usize, String, String)], sequence: u32) -> Compartment {
@@ -142,6 +225,53 @@ mod tests {
         let compartments = digest(&rows, 7);
         let ranges: Vec<(u32, usize, usize)> = compartments.iter().map(|c| (c.sequence, c.start, c.end)).collect();
         assert_eq!(ranges, vec![(7, 0, 2), (8, 2, 4)]);
+    }
+
+    fn job() -> Vec<(usize, String, String)> {
+        vec![
+            row(4, "user", "Rename the handler."),
+            row(5, "assistant", "TC: edit {}"),
+            row(6, "tool", "Edit applied."),
+            row(7, "user", "Now run the tests."),
+            row(8, "assistant", "All pass."),
+        ]
+    }
+
+    #[test]
+    fn the_prompt_numbers_every_digest_line() {
+        assert_eq!(
+            prompt(&job()[..3]),
+            "<new_messages>\n[4] U: Rename the handler.\n[5] TC: edit {}\n[6] TR: 1 lines\n</new_messages>"
+        );
+    }
+
+    #[test]
+    fn a_good_answer_becomes_numbered_compartments() {
+        let answer = "<compartments><compartment start=\"4\" end=\"6\" title=\"Rename\">I renamed the handler &amp; callers.</compartment>\n\
+                      <compartment start=\"7\" end=\"8\" title=\"Tests\">Tests pass.</compartment></compartments>";
+        let parsed = parse(answer, &job(), 3).unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                Compartment {
+                    sequence: 3,
+                    start: 4,
+                    end: 7,
+                    title: "Rename".into(),
+                    content: "I renamed the handler & callers.".into()
+                },
+                Compartment { sequence: 4, start: 7, end: 9, title: "Tests".into(), content: "Tests pass.".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn answers_that_break_the_rules_are_refused_with_the_reason() {
+        let gap = "<compartment start=\"5\" end=\"6\" title=\"x\">y</compartment>";
+        assert_eq!(parse(gap, &job(), 1).unwrap_err(), "compartment 5-6 does not continue at 4 within the input");
+        let split = "<compartment start=\"4\" end=\"5\" title=\"x\">y</compartment>";
+        assert_eq!(parse(split, &job(), 1).unwrap_err(), "compartment 4-5 does not end before a user message");
+        assert_eq!(parse("I could not do it.", &job(), 1).unwrap_err(), "no compartment in the answer");
     }
 
     #[test]

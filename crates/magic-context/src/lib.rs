@@ -41,6 +41,7 @@ pub use config::FORCE_PERCENTAGE;
 pub use config::MagicContextConfig;
 pub use engine::Decision;
 pub use engine::Engine;
+pub use engine::HistorianJob;
 pub use engine::Materialized;
 pub use engine::PassInput;
 pub use engine::PassReport;

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use std::sync::PoisonError;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use opencode_plugin_host::ChatInput;
@@ -22,10 +23,13 @@ use opencode_plugin_host::HookName;
 use opencode_plugin_host::HookSet;
 use opencode_plugin_host::MessagesOutput;
 use opencode_plugin_host::ModelLimit;
+use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::Plugin;
 use opencode_plugin_host::PluginHostBuilder;
 use opencode_plugin_host::PluginNotice;
 use opencode_plugin_host::Requirement;
+use opencode_plugin_host::SideModel;
+use opencode_plugin_host::SideRequest;
 use opencode_plugin_host::StartContext;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolAfterOutput;
@@ -36,6 +40,7 @@ use crate::engine::Engine;
 use crate::engine::PassInput;
 use crate::engine::Status;
 use crate::error::Error;
+use crate::historian;
 use crate::store::Store;
 use crate::tools;
 
@@ -62,11 +67,19 @@ pub(crate) struct Shared {
     /// A historian run is under way (one at a time; a due run while one is going is skipped,
     /// the next pass asks again).
     pub(crate) historian_running: AtomicBool,
+    /// The host's side model, when it has one: the historian then asks the small model.
+    pub(crate) side: OnceLock<Arc<dyn SideModel>>,
 }
 
 impl Shared {
     fn new(clock: Clock) -> Self {
-        Self { engine: OnceLock::new(), project: OnceLock::new(), clock, historian_running: AtomicBool::new(false) }
+        Self {
+            engine: OnceLock::new(),
+            project: OnceLock::new(),
+            clock,
+            historian_running: AtomicBool::new(false),
+            side: OnceLock::new(),
+        }
     }
 
     /// The engine, once the plugin started.
@@ -136,7 +149,8 @@ impl MagicContext {
         };
         let messages = std::mem::take(&mut output.messages);
         let shared = Arc::clone(&self.shared);
-        let (messages, outcome) = tokio::task::spawn_blocking(move || run_pass(&shared, &pass, messages))
+        let model = input.model.clone();
+        let (messages, outcome) = tokio::task::spawn_blocking(move || run_pass(&shared, &pass, model, messages))
             .await
             .map_err(|err| HookError::new(format!("magic context pass did not finish: {err}")))?;
         output.messages = messages;
@@ -145,10 +159,12 @@ impl MagicContext {
 }
 
 /// One pass, and the historian after it: awaited when usage is past the block line (the pass is
-/// then run again so this very request benefits), otherwise on its own blocking thread.
+/// then run again so this very request benefits; the digest, not a model call), otherwise in the
+/// background, one run at a time.
 fn run_pass(
     shared: &Arc<Shared>,
     pass: &PassInput,
+    model: ModelRef,
     messages: Vec<opencode_llm::Message>,
 ) -> (Vec<opencode_llm::Message>, Result<(), Error>) {
     let original = messages.clone();
@@ -162,12 +178,7 @@ fn run_pass(
             transformed = original.clone();
             engine.transform(pass, &mut transformed)?;
         } else if report.historian_due && !shared.historian_running.swap(true, Ordering::AcqRel) {
-            let shared = Arc::clone(shared);
-            let (session, now) = (pass.session_id.clone(), pass.now_ms);
-            std::thread::spawn(move || {
-                background_historian(&shared, &session, now);
-                shared.historian_running.store(false, Ordering::Release);
-            });
+            spawn_historian(shared, pass.session_id.clone(), model, pass.now_ms);
         }
         Ok(())
     })();
@@ -177,11 +188,72 @@ fn run_pass(
     }
 }
 
-fn background_historian(shared: &Shared, session_id: &str, now_ms: u64) {
-    let published = shared.engine().and_then(|mut engine| engine.run_historian(session_id, now_ms));
-    if let Err(err) = published {
-        tracing::warn!(session = session_id, error = %err, "magic context historian failed");
+/// How long the small model may take over one historian run.
+const HISTORIAN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Starts a historian run: on the small model when the host offers one (and an async runtime is
+/// there to await it), else the digest on a thread of its own.
+fn spawn_historian(shared: &Arc<Shared>, session: String, model: ModelRef, now_ms: u64) {
+    let shared = Arc::clone(shared);
+    match (shared.side.get().cloned(), tokio::runtime::Handle::try_current()) {
+        (Some(side), Ok(handle)) => {
+            handle.spawn(async move {
+                if let Err(err) = model_historian(&shared, side, &session, model, now_ms).await {
+                    tracing::warn!(session, error = %err, "magic context historian failed");
+                }
+                shared.historian_running.store(false, Ordering::Release);
+            });
+        }
+        _ => {
+            std::thread::spawn(move || {
+                let published = shared.engine().and_then(|mut engine| engine.run_historian(&session, now_ms));
+                if let Err(err) = published {
+                    tracing::warn!(session, error = %err, "magic context historian failed");
+                }
+                shared.historian_running.store(false, Ordering::Release);
+            });
+        }
     }
+}
+
+/// The historian on the small model: the job is read and the result published on blocking
+/// threads, the model awaited in between without holding the engine. An answer that fails or
+/// breaks the rules gives way to the digest, so history is summarised either way.
+async fn model_historian(
+    shared: &Arc<Shared>,
+    side: Arc<dyn SideModel>,
+    session: &str,
+    model: ModelRef,
+    now_ms: u64,
+) -> Result<usize, Error> {
+    let (reader, id) = (Arc::clone(shared), session.to_owned());
+    let job = blocking(move || reader.engine()?.historian_job(&id)).await?;
+    let Some(job) = job else { return Ok(0) };
+    let request = SideRequest {
+        session_id: session.to_owned(),
+        model,
+        purpose: "historian".into(),
+        system: historian::SYSTEM.into(),
+        prompt: historian::prompt(&job.rows),
+        max_output_tokens: 8_000,
+    };
+    let answer = tokio::time::timeout(HISTORIAN_TIMEOUT, side.complete(request)).await;
+    let parsed = match answer {
+        Ok(Ok(answer)) => historian::parse(&answer.text, &job.rows, job.next_sequence),
+        Ok(Err(err)) => Err(err),
+        Err(_) => Err(format!("no answer within {} s", HISTORIAN_TIMEOUT.as_secs())),
+    };
+    let compartments = parsed.unwrap_or_else(|why| {
+        tracing::warn!(session, reason = %why, "magic context historian: the small model's answer is not used, digesting instead");
+        historian::digest(&job.rows, job.next_sequence)
+    });
+    let writer = Arc::clone(shared);
+    blocking(move || writer.engine()?.publish_historian(&job, &compartments, now_ms)).await
+}
+
+/// Runs database work off the async threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, Error> + Send + 'static) -> Result<T, Error> {
+    tokio::task::spawn_blocking(work).await.map_err(|err| Error::Background(err.to_string()))?
 }
 
 /// Adds Magic Context to a plugin host being built when `config` turns it on, as an optional
@@ -227,6 +299,10 @@ impl Plugin for MagicContext {
 
     fn start<'a>(&'a self, ctx: &'a StartContext) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move { self.open(ctx).map_err(|err| err.to_string()) })
+    }
+
+    fn attach_side_model(&self, model: Arc<dyn SideModel>) {
+        let _first = self.shared.side.set(model);
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {

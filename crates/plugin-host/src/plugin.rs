@@ -11,6 +11,7 @@ use opencode_tool_registry::Tool;
 
 use crate::auth::AuthProvider;
 use crate::hooks::*;
+use crate::side::SideModel;
 
 /// What a plugin is told when it starts.
 #[derive(Debug, Clone, Default)]
@@ -78,6 +79,11 @@ pub trait Plugin: Send + Sync + 'static {
     fn manages_context(&self) -> bool {
         false
     }
+
+    /// The host's side model, for one-shot requests on the small model out of band. Called once
+    /// the plugin is ready and the host has one (possibly after start-up; possibly more than once,
+    /// with the same model); never called by a host without models.
+    fn attach_side_model(&self, _model: Arc<dyn SideModel>) {}
 
     /// Plugin-defined Context Sources (asked once, after it is ready).
     fn context_sources(&self) -> Vec<PluginSource> {

@@ -23,6 +23,7 @@ use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::PluginEvent;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::SessionInput;
+use opencode_plugin_host::SideModel;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolCallInput;
 use opencode_session_store::FileData;
@@ -63,6 +64,10 @@ pub trait Hooks: Send + Sync {
     fn manages_context(&self) -> bool {
         false
     }
+
+    /// The runtime's side model (one-shot requests on the small model), given once when the
+    /// runtime is built; hooks that have plugins pass it on.
+    fn attach_side_model(&self, _model: Arc<dyn SideModel>) {}
 
     /// A user message about to be written at promotion (OpenCode's `chat.message`): may change its
     /// parts. `turn.message_id` is the new message's id; agent and model are those it runs under.
@@ -139,6 +144,10 @@ impl Hooks for PluginHooks {
 
     fn manages_context(&self) -> bool {
         self.host.manages_context()
+    }
+
+    fn attach_side_model(&self, model: Arc<dyn SideModel>) {
+        self.host.provide_side_model(model);
     }
 
     fn chat_message<'a>(&'a self, turn: &'a TurnInfo, parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {

@@ -217,3 +217,78 @@ async fn past_the_block_line_the_pass_waits_for_the_historian() {
     assert!(slots.contains("## 0-"), "this very request carries the compartments: {slots}");
     assert!(request.messages.len() < raw);
 }
+
+/// A small model that summarises the whole range in one compartment, or answers `fixed`.
+struct FakeSide {
+    fixed: Option<&'static str>,
+    seen: std::sync::Mutex<Vec<opencode_plugin_host::SideRequest>>,
+}
+
+impl opencode_plugin_host::SideModel for FakeSide {
+    fn complete(
+        &self,
+        request: opencode_plugin_host::SideRequest,
+    ) -> futures_util::future::BoxFuture<'_, Result<opencode_plugin_host::SideAnswer, String>> {
+        let numbers: Vec<usize> =
+            request.prompt.lines().filter_map(|line| line.strip_prefix('[')?.split(']').next()?.parse().ok()).collect();
+        let (first, last) = (numbers.first().copied().unwrap_or(0), numbers.last().copied().unwrap_or(0));
+        let text = self.fixed.map(str::to_owned).unwrap_or_else(|| {
+            format!("<compartments><compartment start=\"{first}\" end=\"{last}\" title=\"Summarised by the small model\">I fixed things.</compartment></compartments>")
+        });
+        self.seen.lock().unwrap().push(request);
+        Box::pin(
+            async move { Ok(opencode_plugin_host::SideAnswer { text, model: "anthropic/claude-haiku-4-5".into() }) },
+        )
+    }
+}
+
+/// Runs a pass over ten turns with `side` as the host's side model and returns m[1] after the
+/// historian published and a flushed pass.
+async fn history_through(side: Arc<FakeSide>) -> String {
+    let data = tempfile::tempdir().unwrap();
+    let section = json!({"context_limit": 60_000, "protected_user_turns": 1});
+    let plugin = Arc::new(MagicContext::from_config(&config(Some(section)), data.path()).unwrap().unwrap());
+    let host = PluginHost::builder()
+        .plugin(
+            Arc::clone(&plugin) as Arc<dyn opencode_plugin_host::Plugin>,
+            opencode_plugin_host::Requirement::Required,
+        )
+        .build();
+    host.ready().await.unwrap();
+    host.provide_side_model(side);
+    let mut request = request();
+    request.messages = sessions::history(&sessions::generate(2, 10), 10);
+    let raw = request.clone();
+    host.apply_transforms(&chat_input(), &mut request).await;
+    for _ in 0..100 {
+        if plugin.status("ses_1").unwrap().unwrap().compartments > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    plugin.flush("ses_1").unwrap();
+    let mut next = raw;
+    host.apply_transforms(&chat_input(), &mut next).await;
+    next.messages[1].text()
+}
+
+#[tokio::test]
+async fn with_a_side_model_the_historian_asks_the_small_model() {
+    let side = Arc::new(FakeSide { fixed: None, seen: std::sync::Mutex::new(Vec::new()) });
+    let m1 = history_through(Arc::clone(&side)).await;
+    assert!(m1.contains("Summarised by the small model\nI fixed things."), "{m1}");
+    let seen = side.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!((seen[0].purpose.as_str(), seen[0].session_id.as_str()), ("historian", "ses_1"));
+    assert_eq!(seen[0].model, chat_input().model);
+    assert_eq!(seen[0].system, opencode_magic_context::historian::SYSTEM);
+    assert!(seen[0].prompt.starts_with("<new_messages>\n[0] U: "), "{}", seen[0].prompt);
+}
+
+#[tokio::test]
+async fn an_answer_that_breaks_the_rules_gives_way_to_the_digest() {
+    let side = Arc::new(FakeSide { fixed: Some("Sorry, I cannot help."), seen: std::sync::Mutex::new(Vec::new()) });
+    let m1 = history_through(Arc::clone(&side)).await;
+    assert_eq!(side.seen.lock().unwrap().len(), 1, "the small model was asked");
+    assert!(m1.contains("\nU: "), "the digest was used instead: {m1}");
+}

@@ -17,9 +17,13 @@ use opencode_plugin_host::HookFuture;
 use opencode_plugin_host::HookName;
 use opencode_plugin_host::HookSet;
 use opencode_plugin_host::MessagesOutput;
+use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::Plugin;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::Requirement;
+use opencode_plugin_host::SideAnswer;
+use opencode_plugin_host::SideModel;
+use opencode_plugin_host::SideRequest;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::PluginHooks;
 use opencode_session_runtime::PromptRequest;
@@ -128,4 +132,62 @@ async fn magic_context_from_config_shapes_the_provider_request() {
     let status = plugin.status(&session.id).unwrap().unwrap();
     let window = 64_000 - 200;
     assert_eq!(status.usage_percentage, status.usage_tokens as f64 * 100.0 / f64::from(window));
+}
+
+/// Keeps the side model the host hands it.
+#[derive(Default)]
+struct Keeper {
+    side: std::sync::Mutex<Option<Arc<dyn SideModel>>>,
+}
+
+impl Plugin for Keeper {
+    fn namespace(&self) -> &str {
+        "keeper"
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::EMPTY
+    }
+
+    fn attach_side_model(&self, model: Arc<dyn SideModel>) {
+        *self.side.lock().unwrap() = Some(model);
+    }
+}
+
+#[tokio::test]
+async fn plugins_get_the_runtime_as_their_side_model_on_the_small_model() {
+    let mock = MockProvider::start().await.unwrap();
+    let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let keeper = Arc::new(Keeper::default());
+    let host = PluginHost::builder().plugin(Arc::clone(&keeper) as Arc<dyn Plugin>, Requirement::Required).build();
+    let runtime = runtime(&mock, data.path(), host, 64_000).await;
+    let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
+    let side = keeper.side.lock().unwrap().clone().expect("the runtime handed its side model over");
+    mock.push(text("<compartments/>"));
+    let request = SideRequest {
+        session_id: session.id.clone(),
+        model: ModelRef { provider_id: "mock".into(), model_id: "m".into() },
+        purpose: "historian".into(),
+        system: "You summarise.".into(),
+        prompt: "[0] U: hello".into(),
+        max_output_tokens: 500,
+    };
+    let answer = side.complete(request).await.unwrap();
+    assert_eq!(answer, SideAnswer { text: "<compartments/>".into(), model: "mock/m".into() });
+    let sent = requests(&mock);
+    assert_eq!(transcript(&sent[0]), ["system: You summarise.".to_owned(), "user: [0] U: hello".to_owned()]);
+    let unknown = SideRequest { session_id: "ses_unknown".into(), ..side_request_template() };
+    let error = side.complete(unknown).await.unwrap_err();
+    assert!(error.starts_with("historian request on the small model: "), "{error}");
+}
+
+fn side_request_template() -> SideRequest {
+    SideRequest {
+        session_id: String::new(),
+        model: ModelRef { provider_id: "mock".into(), model_id: "m".into() },
+        purpose: "historian".into(),
+        system: "s".into(),
+        prompt: "p".into(),
+        max_output_tokens: 10,
+    }
 }
