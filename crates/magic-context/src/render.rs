@@ -68,13 +68,41 @@ pub enum Tier {
     Title,
 }
 
-/// Picks one tier per compartment so the whole fits `budget`: everything starts full, then the
-/// oldest compartment is demoted one tier at a time (older history fades first, never newer).
+/// Half-life in compartments at importance 50 and pressure 1.
+const H50: f64 = 24.0;
+/// Age thresholds (in half-lives) between the tiers.
+const Z: [f64; 4] = [0.201, 0.729, 1.322, 2.587];
+/// Pressure never falls below this (so a roomy budget still lets the oldest fade, slowly).
+const P_FLOOR: f64 = 0.1;
+
+/// Picks one tier per compartment with the decay curve, then makes the whole fit `budget`.
+///
+/// A compartment's age `a` (0 for the newest) is measured in half-lives `H = H50 / p`, where the
+/// pressure `p` is what the history would cost at full detail over the budget (at least
+/// [`P_FLOOR`]): `z = a / H` picks full below 0.201, condensed below 0.729, requests only below
+/// 1.322, and the heading alone beyond (past 2.587 a compartment would be archived; its heading
+/// stays so `ctx_expand` can still find its range). A second pass raises the pressure when the
+/// result is still more than 10% over budget; finally the oldest compartment is demoted one tier
+/// at a time until it fits. Every compartment here has the same importance (the digest has no
+/// judgement), so age alone decides. An older compartment is never kept in more detail than a
+/// newer one, and the curve re-tunes itself when the window changes.
 pub fn decay(compartments: &[Compartment], budget: u64) -> Vec<Tier> {
-    let mut tiers = vec![Tier::Full; compartments.len()];
     let cost = |tiers: &[Tier]| -> u64 {
         compartments.iter().zip(tiers).map(|(compartment, tier)| tokens(&body(compartment, *tier)) + 12).sum()
     };
+    let curve = |pressure: f64| -> Vec<Tier> {
+        let count = compartments.len();
+        (0..count).map(|index| curve_tier((count - 1 - index) as f64, pressure)).collect()
+    };
+    let budget_f = budget.max(1) as f64;
+    let full = vec![Tier::Full; compartments.len()];
+    let mut pressure = (cost(&full) as f64 / budget_f).max(P_FLOOR);
+    let mut tiers = curve(pressure);
+    let first = cost(&tiers) as f64;
+    if first > 1.1 * budget_f {
+        pressure *= first / budget_f;
+        tiers = curve(pressure);
+    }
     let mut total = cost(&tiers);
     while total > budget {
         let Some(oldest) = tiers.iter().position(|tier| *tier != Tier::Title) else { break };
@@ -86,6 +114,20 @@ pub fn decay(compartments: &[Compartment], budget: u64) -> Vec<Tier> {
         total = cost(&tiers);
     }
     tiers
+}
+
+/// The curve's tier for a compartment `age` compartments older than the newest.
+fn curve_tier(age: f64, pressure: f64) -> Tier {
+    let z = age * pressure / H50;
+    if z < Z[0] {
+        Tier::Full
+    } else if z < Z[1] {
+        Tier::Condensed
+    } else if z < Z[2] {
+        Tier::Anchor
+    } else {
+        Tier::Title
+    }
 }
 
 fn render_compartment(out: &mut String, compartment: &Compartment, tier: Tier) {
@@ -153,6 +195,19 @@ mod tests {
         assert_eq!(tiers[3], Tier::Full);
         assert!(tiers[0] > Tier::Full);
         assert!(tiers.windows(2).all(|pair| pair[0] >= pair[1]), "{tiers:?}");
+    }
+
+    #[test]
+    fn the_curve_keeps_recent_history_in_full_and_fades_the_old_with_pressure() {
+        let compartments: Vec<Compartment> = (0..60).map(|seq| compartment(seq, 2)).collect();
+        let roomy = decay(&compartments, 1_000_000);
+        // Pressure at its floor: half-life 240 compartments, so ages 0 to 48 stay in full.
+        assert_eq!(roomy.iter().filter(|tier| **tier == Tier::Full).count(), 49);
+        let tight = decay(&compartments, 3_000);
+        assert!(tight.iter().filter(|tier| **tier == Tier::Full).count() < 20, "{tight:?}");
+        assert!(tight.windows(2).all(|pair| pair[0] >= pair[1]), "older never beats newer: {tight:?}");
+        let cost: u64 = compartments.iter().zip(&tight).map(|(c, t)| tokens(&body(c, *t)) + 12).sum();
+        assert!(cost <= 3_000, "{cost}");
     }
 
     #[test]
