@@ -245,7 +245,13 @@ impl Engine {
     fn pass(&mut self, state: &mut SessionState, input: &PassInput, messages: &mut Vec<Message>) -> Result<PassReport> {
         let first = state.meta.passes == 0;
         state.meta.window = input.window.unwrap_or(0);
-        let rewritten = sync_rewritten(state, messages);
+        let covered = self.store.compartments_end(&state.session_id)?;
+        let change = sync_history(state, messages, covered);
+        let rewritten = change == HistoryChange::Rewritten;
+        let truncated = match change {
+            HistoryChange::Tail(ordinal) => Some((ordinal, state.tags.len())),
+            HistoryChange::Appended | HistoryChange::Rewritten => None,
+        };
         let new_from = state.marks.len();
         let tags_from = state.tags.len();
         let raw = tag_new(state, messages, new_from);
@@ -298,7 +304,7 @@ impl Engine {
             dropped_count: report.dropped_now,
             at_ms: input.now_ms,
         };
-        self.store.save_pass(state, &raw, tags_from, &newly_dropped, &decision)?;
+        self.store.save_pass(state, &raw, truncated, tags_from, &newly_dropped, &decision)?;
         report.historian_due = self.historian_due(state, percentage);
         report.block = self.percentage(state, report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
         render_messages(state, messages, self.config.ctx_reduce_enabled);
@@ -643,16 +649,34 @@ fn execute_reason(
     (percentage >= f64::from(threshold) && at_turn_start).then_some("pressure")
 }
 
-/// Checks the known raw messages against the incoming ones; on any difference (the host rewrote
-/// its history: compaction, revert) forgets them and returns `true`.
-fn sync_rewritten(state: &mut SessionState, messages: &[Message]) -> bool {
+/// What changed in the host's history since the last pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HistoryChange {
+    /// Only new messages at the end (or none).
+    Appended,
+    /// Messages from this ordinal on changed or went away, all of them still raw (a revert, a
+    /// request-only message the host did not keep): they are forgotten and tagged again.
+    Tail(usize),
+    /// Something compartments or the slots stand for changed (the host compacted): start over.
+    Rewritten,
+}
+
+/// Compares the known raw messages with the incoming ones and forgets what changed.
+fn sync_history(state: &mut SessionState, messages: &[Message], covered: usize) -> HistoryChange {
     let known = state.marks.len();
-    let changed = messages.len() < known
-        || state.marks.iter().zip(messages).any(|(mark, message)| mark.fingerprint != fingerprint(message));
-    if changed {
+    let differs = state.marks.iter().zip(messages).position(|(mark, message)| mark.fingerprint != fingerprint(message));
+    let Some(first) = differs.or((messages.len() < known).then_some(messages.len())) else {
+        return HistoryChange::Appended;
+    };
+    if first < covered.max(state.meta.boundary) {
         state.reset_history();
+        return HistoryChange::Rewritten;
     }
-    changed
+    let kept_tags = state.marks[first].first_tag as usize - 1;
+    state.marks.truncate(first);
+    state.tags.truncate(kept_tags);
+    state.pending.retain(|tag| (*tag as usize) <= kept_tags);
+    HistoryChange::Tail(first)
 }
 
 /// Marks and tags the messages from `from` on; returns their durable rows.

@@ -313,12 +313,14 @@ impl Store {
         Ok(tags)
     }
 
-    /// Writes one pass in one transaction: the new raw messages and tags, tags whose drop was
+    /// Writes one pass in one transaction: the raw messages and tags forgotten from
+    /// `truncated = (ordinal, tags kept)` on, the new raw messages and tags, tags whose drop was
     /// committed, the pending queue, the meta row and the pass's decision.
     pub fn save_pass(
         &mut self,
         state: &SessionState,
         raw: &[RawRow<'_>],
+        truncated: Option<(usize, usize)>,
         new_tags_from: usize,
         newly_dropped: &[u32],
         decision: &DecisionRow<'_>,
@@ -326,6 +328,8 @@ impl Store {
         let tx = self.conn.transaction()?;
         if state.marks.is_empty() || raw.first().is_some_and(|row| row.ordinal == 0) {
             clear_history(&tx, &state.session_id)?;
+        } else if let Some((ordinal, tags)) = truncated {
+            truncate_history(&tx, &state.session_id, ordinal, tags)?;
         }
         insert_raw(&tx, state, raw)?;
         insert_tags(&tx, state, new_tags_from)?;
@@ -569,6 +573,17 @@ fn clear_history(tx: &Transaction<'_>, session_id: &str) -> Result<()> {
         tx.execute(&format!("DELETE FROM {table} WHERE session_id = ?1"), [session_id])?;
     }
     tx.execute("DELETE FROM message_history_fts WHERE session_id = ?1", [session_id])?;
+    Ok(())
+}
+
+fn truncate_history(tx: &Transaction<'_>, session_id: &str, ordinal: usize, tags: usize) -> Result<()> {
+    let ordinal = ordinal as i64;
+    tx.execute("DELETE FROM raw_messages WHERE session_id = ?1 AND ordinal >= ?2", params![session_id, ordinal])?;
+    tx.execute(
+        "DELETE FROM message_history_fts WHERE session_id = ?1 AND ordinal >= ?2",
+        params![session_id, ordinal],
+    )?;
+    tx.execute("DELETE FROM tags WHERE session_id = ?1 AND tag_number > ?2", params![session_id, tags as i64])?;
     Ok(())
 }
 

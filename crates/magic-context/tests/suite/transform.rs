@@ -269,12 +269,37 @@ fn bad_tool_input_is_a_one_line_error_not_a_panic() {
 #[test]
 fn a_rewritten_history_starts_over() {
     let mut harness = Harness::new(config(200_000));
-    let raw = history(4);
+    let raw = history(8);
     harness.pass(&raw, 1_000, MODEL);
+    harness.engine.run_historian(SESSION, 1_500).unwrap();
+    harness.engine.flush(SESSION).unwrap();
+    let (managed, _) = harness.pass(&raw, 2_000, MODEL);
+    assert!(managed.len() < raw.len() + 2, "compartments cover the start");
     let compacted = vec![Message::user("Summary of what happened."), raw.last().unwrap().clone()];
-    let (messages, report) = harness.pass(&compacted, 2_000, MODEL);
+    let (messages, report) = harness.pass(&compacted, 3_000, MODEL);
     assert_eq!((report.materialized, report.reason.as_str()), (Materialized::Hard, "history_rewritten"));
     assert_eq!(text(&messages[2]), "§1§ Summary of what happened.");
+    assert_eq!(harness.engine.status(SESSION).unwrap().unwrap().compartments, 0);
+}
+
+#[test]
+fn a_changed_raw_tail_is_tagged_again_and_nothing_before_it_moves() {
+    let mut harness = Harness::new(config(200_000));
+    let raw = history(3);
+    let mut with_transient = raw.clone();
+    with_transient.push(Message::assistant(vec![ContentPart::text("Maximum steps reached: answer now.")]));
+    let (first, _) = harness.pass(&with_transient, 1_000, MODEL);
+    let mut next = raw.clone();
+    next.push(Message::user("Carry on."));
+    let (second, report) = harness.pass(&next, 2_000, MODEL);
+    assert_eq!(report.decision, Decision::Defer);
+    assert_eq!(bytes(&second[..raw.len() + 2]), bytes(&first[..raw.len() + 2]));
+    let transient_tag = text(first.last().unwrap());
+    let number = transient_tag.split('§').nth(1).unwrap();
+    assert_eq!(text(second.last().unwrap()), format!("§{number}§ Carry on."), "the freed tag number is reused");
+    harness.restart();
+    let (replayed, _) = harness.pass(&next, 3_000, MODEL);
+    assert_eq!(bytes(&replayed), bytes(&second), "the truncation was persisted");
 }
 
 #[test]
