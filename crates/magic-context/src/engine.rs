@@ -504,15 +504,18 @@ impl Engine {
         Ok(Some(HistorianJob { session_id: session_id.to_owned(), start, end, rows, next_sequence }))
     }
 
-    /// Publishes a job's compartments unless another run published first (then nothing: the job
-    /// is stale). Returns how many it published.
+    /// Publishes a job's compartments unless the job went stale while it ran (another run
+    /// published first, or the host changed those messages meanwhile): then nothing. Returns how
+    /// many it published.
     pub fn publish_historian(
         &mut self,
         job: &HistorianJob,
         compartments: &[Compartment],
         now_ms: u64,
     ) -> Result<usize> {
-        if self.store.compartments_end(&job.session_id)? != job.start {
+        if self.store.compartments_end(&job.session_id)? != job.start
+            || self.store.raw_range(&job.session_id, job.start, job.end)? != job.rows
+        {
             return Ok(0);
         }
         self.store.publish_compartments(&job.session_id, compartments, now_ms)?;

@@ -361,3 +361,21 @@ fn near_the_threshold_a_nudge_names_the_largest_old_outputs_once_per_growth_step
     quiet.pass(&raw, 2_000, MODEL);
     assert_eq!(quiet.engine.nudge(SESSION).unwrap(), None, "no nudges without ctx_reduce");
 }
+
+#[test]
+fn a_historian_job_gone_stale_meanwhile_publishes_nothing() {
+    let mut harness = Harness::new(config(200_000));
+    let raw = history(8);
+    harness.pass(&raw, 1_000, MODEL);
+    let job = harness.engine.historian_job(SESSION).unwrap().unwrap();
+    let digest = opencode_magic_context::historian::digest(&job.rows, job.next_sequence);
+    // The host reverts to the first turn while the historian works.
+    let first_turn = raw.iter().skip(1).position(|m| m.role == Role::User).unwrap() + 1;
+    harness.pass(&raw[..first_turn], 2_000, MODEL);
+    assert_eq!(harness.engine.publish_historian(&job, &digest, 3_000).unwrap(), 0);
+    assert_eq!(harness.engine.status(SESSION).unwrap().unwrap().compartments, 0);
+    harness.pass(&raw, 4_000, MODEL);
+    let fresh = harness.engine.historian_job(SESSION).unwrap().unwrap();
+    let digest = opencode_magic_context::historian::digest(&fresh.rows, fresh.next_sequence);
+    assert!(harness.engine.publish_historian(&fresh, &digest, 5_000).unwrap() > 0);
+}
