@@ -272,23 +272,10 @@ impl Engine {
         };
         let mut newly_dropped = Vec::new();
         if let Some(reason) = reason {
-            newly_dropped = self.commit_drops(state);
-            let (materialized, live_fold) = self.materialize(state, dead.is_some(), rewritten)?;
-            report.materialized = materialized;
-            if reason == "pressure"
-                || reason == "emergency"
-                || self.percentage(state, self.usage(state)) >= RECLAIM_WHEN_FREE
-            {
-                newly_dropped.extend(self.reclaim(state));
-                newly_dropped.sort_unstable();
-            }
-            report.decision = Decision::Execute;
-            report.reason = match live_fold {
-                Some(why) => format!("{reason}+{why}"),
-                None => reason.to_owned(),
-            };
-            report.dropped_now = newly_dropped.len();
-            state.meta.flush_pending = false;
+            let (materialized, why, dropped) = self.execute(state, reason, dead.is_some(), rewritten)?;
+            (report.decision, report.materialized, report.reason) = (Decision::Execute, materialized, why);
+            report.dropped_now = dropped.len();
+            newly_dropped = dropped;
         }
         state.meta.model_key = input.model_key.clone();
         state.meta.last_request_ms = Some(input.now_ms);
@@ -309,6 +296,31 @@ impl Engine {
         report.block = self.percentage(state, report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
         render_messages(state, messages, self.config.ctx_reduce_enabled);
         Ok(report)
+    }
+
+    /// An executing pass: commits drops, re-renders the slots, and reclaims when under pressure or
+    /// when the bust is free anyway and usage is high. Returns what was re-rendered, the
+    /// attributed reason and the newly dropped tags.
+    fn execute(
+        &mut self,
+        state: &mut SessionState,
+        reason: &str,
+        dead: bool,
+        rewritten: bool,
+    ) -> Result<(Materialized, String, Vec<u32>)> {
+        let mut dropped = self.commit_drops(state);
+        let (materialized, live_fold) = self.materialize(state, dead, rewritten)?;
+        let pressed = reason == "pressure" || reason == "emergency";
+        if pressed || self.percentage(state, self.usage(state)) >= RECLAIM_WHEN_FREE {
+            dropped.extend(self.reclaim(state));
+            dropped.sort_unstable();
+        }
+        state.meta.flush_pending = false;
+        let why = match live_fold {
+            Some(fold) => format!("{reason}+{fold}"),
+            None => reason.to_owned(),
+        };
+        Ok((materialized, why, dropped))
     }
 
     /// Why the provider's cache is already gone, if it is: then executing costs nothing extra.
