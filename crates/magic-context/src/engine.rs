@@ -922,6 +922,26 @@ fn stored_text(message: &Message) -> String {
     parts.join(separator)
 }
 
+/// `text` without `§N§` tags (and the space after one).
+pub(crate) fn strip_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('§') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + '§'.len_utf8()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        match after[digits..].strip_prefix('§') {
+            Some(tail) if digits > 0 => rest = tail.strip_prefix(' ').unwrap_or(tail),
+            _ => {
+                out.push('§');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Parses "3-5,12" into tag numbers.
 fn parse_ranges(spec: &str) -> Result<Vec<u32>> {
     let mut tags = Vec::new();
@@ -948,6 +968,13 @@ fn parse_ranges(spec: &str) -> Result<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_are_stripped_and_other_section_signs_kept() {
+        assert_eq!(strip_tags("§12§ Done. See §3§ and § 4 or §§."), "Done. See and § 4 or §§.");
+        assert_eq!(strip_tags("no tags"), "no tags");
+        assert_eq!(strip_tags("§7§"), "");
+    }
 
     #[test]
     fn ranges_read_like_the_tool_description_says() {

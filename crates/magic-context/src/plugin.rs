@@ -31,6 +31,8 @@ use opencode_plugin_host::Requirement;
 use opencode_plugin_host::SideModel;
 use opencode_plugin_host::SideRequest;
 use opencode_plugin_host::StartContext;
+use opencode_plugin_host::TextCompleteInput;
+use opencode_plugin_host::TextCompleteOutput;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolAfterOutput;
 use opencode_tool_registry::Tool;
@@ -289,7 +291,12 @@ impl Plugin for MagicContext {
     }
 
     fn hooks(&self) -> HookSet {
-        HookSet::of([HookName::ChatMessagesTransform, HookName::Tool, HookName::ToolExecuteAfter])
+        HookSet::of([
+            HookName::ChatMessagesTransform,
+            HookName::Tool,
+            HookName::ToolExecuteAfter,
+            HookName::TextComplete,
+        ])
     }
 
     /// It keeps the window itself; the runtime's proactive compaction stands down while it runs.
@@ -311,6 +318,19 @@ impl Plugin for MagicContext {
 
     fn chat_messages_transform<'a>(&'a self, input: &'a ChatInput, output: &'a mut MessagesOutput) -> HookFuture<'a> {
         Box::pin(self.transform(input, output))
+    }
+
+    /// The model sees `§N§` before earlier parts and sometimes copies the habit: its finished text
+    /// is stored without them, so tags never pile up on tags.
+    fn text_complete<'a>(
+        &'a self,
+        _input: &'a TextCompleteInput,
+        output: &'a mut TextCompleteOutput,
+    ) -> HookFuture<'a> {
+        if output.text.contains('§') {
+            output.text = crate::engine::strip_tags(&output.text);
+        }
+        Box::pin(async { Ok(()) })
     }
 
     /// Appends the `ctx_reduce` nudge to a tool's output when one is due; the host stores the

@@ -55,10 +55,11 @@ pub enum HookName {
     ChatMessagesTransform,
     ChatSystemTransform,
     SessionCompacting,
+    TextComplete,
 }
 
 impl HookName {
-    pub const ALL: [HookName; 16] = [
+    pub const ALL: [HookName; 17] = [
         Self::Event,
         Self::Config,
         Self::Tool,
@@ -75,6 +76,7 @@ impl HookName {
         Self::ChatMessagesTransform,
         Self::ChatSystemTransform,
         Self::SessionCompacting,
+        Self::TextComplete,
     ];
 
     /// The name as OpenCode spells it.
@@ -96,6 +98,7 @@ impl HookName {
             Self::ChatMessagesTransform => "experimental.chat.messages.transform",
             Self::ChatSystemTransform => "experimental.chat.system.transform",
             Self::SessionCompacting => "experimental.session.compacting",
+            Self::TextComplete => "experimental.text.complete",
         }
     }
 
@@ -230,6 +233,11 @@ pub mod hook {
     hook!(
         /// `experimental.session.compacting`: extra context and an optional replacement prompt.
         SessionCompacting, SessionCompacting, SessionInput, CompactingOutput, session_compacting
+    );
+    hook!(
+        /// `experimental.text.complete`: an assistant text part, once the model finished it and
+        /// before it is stored for good.
+        TextComplete, TextComplete, TextCompleteInput, TextCompleteOutput, text_complete
     );
 }
 
@@ -426,6 +434,23 @@ pub struct SystemOutput {
 pub struct SessionInput {
     #[serde(rename = "sessionID")]
     pub session_id: String,
+}
+
+/// The assistant text part `experimental.text.complete` runs for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextCompleteInput {
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    #[serde(rename = "partID")]
+    pub part_id: String,
+}
+
+/// `experimental.text.complete` output: the part's text as it will be stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextCompleteOutput {
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

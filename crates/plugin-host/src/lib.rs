@@ -4,7 +4,8 @@
 //!   implements any of OpenCode's hooks (`event`, `config`, `tool`, `auth`, `provider`,
 //!   `chat.message`, `chat.params`, `chat.headers`, `permission.ask`, `tool.execute.before`,
 //!   `tool.execute.after`, `tool.definition`, `shell.env`, `experimental.chat.messages.transform`,
-//!   `experimental.chat.system.transform`, `experimental.session.compacting`), each with a typed
+//!   `experimental.chat.system.transform`, `experimental.session.compacting`,
+//!   `experimental.text.complete`), each with a typed
 //!   input and a mutable typed output ([`hooks`]). [`PluginHost::trigger`] dispatches one through the
 //!   ready plugins.
 //! - **Deterministic order.** Plugins run in registration order, sequentially, each seeing the

@@ -153,6 +153,14 @@ pub trait Plugin: Send + Sync + 'static {
     fn session_compacting<'a>(&'a self, _input: &'a SessionInput, _output: &'a mut CompactingOutput) -> HookFuture<'a> {
         none()
     }
+
+    fn text_complete<'a>(
+        &'a self,
+        _input: &'a TextCompleteInput,
+        _output: &'a mut TextCompleteOutput,
+    ) -> HookFuture<'a> {
+        none()
+    }
 }
 
 /// A finished hook call (boxing a zero-sized future does not allocate).

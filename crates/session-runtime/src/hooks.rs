@@ -24,6 +24,7 @@ use opencode_plugin_host::PluginEvent;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::SessionInput;
 use opencode_plugin_host::SideModel;
+use opencode_plugin_host::TextCompleteInput;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolCallInput;
 use opencode_session_store::FileData;
@@ -72,6 +73,12 @@ pub trait Hooks: Send + Sync {
     /// A user message about to be written at promotion (OpenCode's `chat.message`): may change its
     /// parts. `turn.message_id` is the new message's id; agent and model are those it runs under.
     fn chat_message<'a>(&'a self, _turn: &'a TurnInfo, _parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// An assistant text part the model finished, before it is stored for good
+    /// (`experimental.text.complete`): may rewrite its text.
+    fn text_complete<'a>(&'a self, _turn: &'a TurnInfo, _part_id: &'a str, _text: &'a mut String) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
@@ -148,6 +155,20 @@ impl Hooks for PluginHooks {
 
     fn attach_side_model(&self, model: Arc<dyn SideModel>) {
         self.host.provide_side_model(model);
+    }
+
+    fn text_complete<'a>(&'a self, turn: &'a TurnInfo, part_id: &'a str, text: &'a mut String) -> BoxFuture<'a, ()> {
+        if !self.host.implements(HookName::TextComplete) {
+            return Box::pin(async {});
+        }
+        Box::pin(async move {
+            let input = TextCompleteInput {
+                session_id: turn.session_id.clone(),
+                message_id: turn.message_id.clone(),
+                part_id: part_id.to_owned(),
+            };
+            let _skipped = self.host.apply_text_complete(&input, text).await;
+        })
     }
 
     fn chat_message<'a>(&'a self, turn: &'a TurnInfo, parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {

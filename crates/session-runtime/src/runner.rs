@@ -477,7 +477,10 @@ impl Runner {
                 }
                 LlmEvent::TextEnd { id, provider_metadata } => {
                     let metadata = provider_metadata.map(|m| json!({"providerMetadata": m}));
-                    if let Some(part) = parts.close(&id, metadata) {
+                    if let Some(mut part) = parts.close(&id, metadata) {
+                        if let (Some(hooks), PartKind::Text { text, .. }) = (&self.inner.hooks, &mut part.kind) {
+                            hooks.text_complete(turn, &part.id, text).await;
+                        }
                         self.stage(part).await?;
                     }
                 }

@@ -116,7 +116,8 @@ async fn magic_context_from_config_shapes_the_provider_request() {
     let host = PluginHost::builder().plugin(Arc::clone(&plugin) as Arc<dyn Plugin>, Requirement::Optional).build();
     let runtime = runtime(&mock, data.path(), host, 64_000).await;
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
-    mock.push_all([text("Hello."), text("Still here.")]);
+    // The model copies a tag; it is stored without it.
+    mock.push_all([text("§7§ Hello."), text("Still here.")]);
     runtime.run(PromptRequest::text(&session.id, "hi")).await.unwrap();
     runtime.run(PromptRequest::text(&session.id, "and again")).await.unwrap();
 
