@@ -48,6 +48,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-http-api", "web"),
     ("opencode", "run"),
     ("opencode", "serve_memory"),
+    ("opencode", "github"),
     ("opencode-tui", "frames"),
     ("opencode-magic-context", "magic_context"),
 ];

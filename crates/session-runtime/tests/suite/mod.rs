@@ -14,6 +14,7 @@ mod recovery;
 mod registry;
 mod reload;
 mod sign_in;
+mod snapshots;
 mod subagents;
 mod subtasks;
 mod support;
