@@ -15,6 +15,9 @@ use crate::render::tokens;
 use crate::state::SessionState;
 use crate::store::Compartment;
 
+/// The importance of a compartment nobody judged (the digest), and of a model answer without one.
+pub const DEFAULT_IMPORTANCE: u8 = 50;
+
 /// At most this many estimated tokens of raw history go into one compartment.
 const CHUNK_TOKENS: u64 = 6_000;
 const USER_CHARS: usize = 600;
@@ -64,8 +67,11 @@ history into compartments: runs of whole user turns, each summarised for the age
 continue the session without seeing the original. Keep every decision, constraint, value, name, \
 file path, command, error and its fix that may matter later, in the latest version when something \
 changed; drop chatter and the bodies of tool outputs. Write in the first person as the agent. \
-Answer with XML only: <compartments><compartment start=\"FIRST\" end=\"LAST\" title=\"a short title\">\
-summary</compartment>...</compartments>. FIRST and LAST are the message numbers shown in brackets. \
+Answer with XML only: <compartments><compartment start=\"FIRST\" end=\"LAST\" title=\"a short title\" \
+importance=\"N\">summary</compartment>...</compartments>. FIRST and LAST are the message numbers shown in \
+brackets. N, from 1 to 100, is how long the compartment stays worth reading in full: 85-100 for rules \
+and decisions that hold for good, 60-84 for months, 30-59 for weeks, 10-29 for days, below 10 for \
+chatter. \
 The first compartment starts at the first message given; each next one starts right after the \
 previous one ends; each ends on the message just before a user message (U:) or on the last message \
 given. You may stop before the end of the input.";
@@ -107,12 +113,14 @@ pub fn parse(answer: &str, rows: &[(usize, String, String)], next_sequence: u32)
         }
         let title = quoted(head, "title").unwrap_or_else(|| "untitled".into());
         let content = unescape(body);
+        let importance = attribute(head, "importance").map_or(DEFAULT_IMPORTANCE, |value| value.clamp(1, 100) as u8);
         out.push(Compartment {
             sequence: next_sequence + out.len() as u32,
             start,
             end: end + 1,
             title: unescape(&title),
             content,
+            importance,
         });
         expected = end + 1;
     }
@@ -148,7 +156,7 @@ fn compartment(rows: &[&(usize, String, String)], sequence: u32) -> Compartment 
         .find(|row| row.1 == "user")
         .map(|row| clip(&one_line(&row.2), 60))
         .unwrap_or_else(|| "tool work".to_owned());
-    Compartment { sequence, start, end, title, content: lines.join("\n") }
+    Compartment { sequence, start, end, title, content: lines.join("\n"), importance: DEFAULT_IMPORTANCE }
 }
 
 fn digest_message(role: &str, text: &str, lines: &mut Vec<String>) {
@@ -214,6 +222,7 @@ mod tests {
                 end: 4,
                 title: "Fix the login bug. The staging port is 5433.".into(),
                 content: "U: Fix the login bug. The staging port is 5433.\nA: Reading the handler.\nTC: read {\"path\":\"src/login.rs\"}\nTR: 3 lines\nA: Done.".into(),
+                importance: 50,
             }]
         );
     }
@@ -247,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_good_answer_becomes_numbered_compartments() {
-        let answer = "<compartments><compartment start=\"4\" end=\"6\" title=\"Rename\">I renamed the handler &amp; callers.</compartment>\n\
+        let answer = "<compartments><compartment start=\"4\" end=\"6\" title=\"Rename\" importance=\"90\">I renamed the handler &amp; callers.</compartment>\n\
                       <compartment start=\"7\" end=\"8\" title=\"Tests\">Tests pass.</compartment></compartments>";
         let parsed = parse(answer, &job(), 3).unwrap();
         assert_eq!(
@@ -258,9 +267,17 @@ mod tests {
                     start: 4,
                     end: 7,
                     title: "Rename".into(),
-                    content: "I renamed the handler & callers.".into()
+                    content: "I renamed the handler & callers.".into(),
+                    importance: 90,
                 },
-                Compartment { sequence: 4, start: 7, end: 9, title: "Tests".into(), content: "Tests pass.".into() },
+                Compartment {
+                    sequence: 4,
+                    start: 7,
+                    end: 9,
+                    title: "Tests".into(),
+                    content: "Tests pass.".into(),
+                    importance: 50,
+                },
             ]
         );
     }

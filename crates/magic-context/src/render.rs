@@ -70,6 +70,8 @@ pub enum Tier {
 
 /// Half-life in compartments at importance 50 and pressure 1.
 const H50: f64 = 24.0;
+/// Importance points that double the half-life.
+const D: f64 = 25.0;
 /// Age thresholds (in half-lives) between the tiers.
 const Z: [f64; 4] = [0.201, 0.729, 1.322, 2.587];
 /// Pressure never falls below this (so a roomy budget still lets the oldest fade, slowly).
@@ -83,16 +85,20 @@ const P_FLOOR: f64 = 0.1;
 /// 1.322, and the heading alone beyond (past 2.587 a compartment would be archived; its heading
 /// stays so `ctx_expand` can still find its range). A second pass raises the pressure when the
 /// result is still more than 10% over budget; finally the oldest compartment is demoted one tier
-/// at a time until it fits. Every compartment here has the same importance (the digest has no
-/// judgement), so age alone decides. An older compartment is never kept in more detail than a
-/// newer one, and the curve re-tunes itself when the window changes.
+/// at a time until it fits. Importance stretches the half-life (see [`curve_tier`]); among equally
+/// important compartments an older one is never kept in more detail than a newer one, and the
+/// curve re-tunes itself when the window changes.
 pub fn decay(compartments: &[Compartment], budget: u64) -> Vec<Tier> {
     let cost = |tiers: &[Tier]| -> u64 {
         compartments.iter().zip(tiers).map(|(compartment, tier)| tokens(&body(compartment, *tier)) + 12).sum()
     };
     let curve = |pressure: f64| -> Vec<Tier> {
         let count = compartments.len();
-        (0..count).map(|index| curve_tier((count - 1 - index) as f64, pressure)).collect()
+        compartments
+            .iter()
+            .enumerate()
+            .map(|(index, compartment)| curve_tier((count - 1 - index) as f64, compartment.importance, pressure))
+            .collect()
     };
     let budget_f = budget.max(1) as f64;
     let full = vec![Tier::Full; compartments.len()];
@@ -116,9 +122,11 @@ pub fn decay(compartments: &[Compartment], budget: u64) -> Vec<Tier> {
     tiers
 }
 
-/// The curve's tier for a compartment `age` compartments older than the newest.
-fn curve_tier(age: f64, pressure: f64) -> Tier {
-    let z = age * pressure / H50;
+/// The curve's tier for a compartment `age` compartments older than the newest: importance 50
+/// has the base half-life, every 25 points more doubles it (75: twice, 100: four times).
+fn curve_tier(age: f64, importance: u8, pressure: f64) -> Tier {
+    let factor = 2f64.powf((f64::from(importance.clamp(1, 100)) - 50.0) / D);
+    let z = age * pressure / (H50 * factor);
     if z < Z[0] {
         Tier::Full
     } else if z < Z[1] {
@@ -183,6 +191,7 @@ mod tests {
             end: sequence as usize * 10 + 10,
             title: format!("turns {sequence}"),
             content: content.join("\n"),
+            importance: 50,
         }
     }
 
@@ -208,6 +217,16 @@ mod tests {
         assert!(tight.windows(2).all(|pair| pair[0] >= pair[1]), "older never beats newer: {tight:?}");
         let cost: u64 = compartments.iter().zip(&tight).map(|(c, t)| tokens(&body(c, *t)) + 12).sum();
         assert!(cost <= 3_000, "{cost}");
+    }
+
+    #[test]
+    fn important_compartments_fade_later() {
+        let mut compartments: Vec<Compartment> = (0..60).map(|seq| compartment(seq, 2)).collect();
+        compartments[5].importance = 100;
+        compartments[6].importance = 1;
+        let tiers = decay(&compartments, 6_000);
+        assert!(tiers[5] < tiers[4], "importance 100 keeps more than an older-or-equal neighbour: {tiers:?}");
+        assert!(tiers[6] > tiers[7], "importance 1 fades before a neighbour: {tiers:?}");
     }
 
     #[test]

@@ -17,7 +17,10 @@ use crate::state::Tag;
 use crate::state::TagKind;
 
 /// Schema versions, applied in order; the newest is what this build understands.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial schema", SCHEMA_V1)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial schema", SCHEMA_V1),
+    (2, "compartment importance", "ALTER TABLE compartments ADD COLUMN importance INTEGER NOT NULL DEFAULT 50;"),
+];
 
 const SCHEMA_V1: &str = "
 CREATE TABLE session_meta (
@@ -145,6 +148,8 @@ pub struct Compartment {
     pub end: usize,
     pub title: String,
     pub content: String,
+    /// 1-100, how slowly it fades (50 when nobody judged it: the digest).
+    pub importance: u8,
 }
 
 /// A project memory.
@@ -387,7 +392,7 @@ impl Store {
     /// The session's compartments, oldest first.
     pub fn compartments(&self, session_id: &str) -> Result<Vec<Compartment>> {
         let mut statement = self.conn.prepare(
-            "SELECT sequence, start_ordinal, end_ordinal, title, content FROM compartments
+            "SELECT sequence, start_ordinal, end_ordinal, title, content, importance FROM compartments
              WHERE session_id = ?1 ORDER BY sequence",
         )?;
         let rows = statement.query_map([session_id], |row| {
@@ -397,6 +402,7 @@ impl Store {
                 end: row.get::<_, i64>(2)? as usize,
                 title: row.get(3)?,
                 content: row.get(4)?,
+                importance: row.get::<_, i64>(5)?.clamp(1, 100) as u8,
             })
         })?;
         rows.collect::<Result<_, _>>().map_err(Error::from)
@@ -417,7 +423,9 @@ impl Store {
         let tx = self.conn.transaction()?;
         for compartment in compartments {
             tx.execute(
-                "INSERT INTO compartments VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO compartments
+                 (session_id, sequence, start_ordinal, end_ordinal, title, content, created_at, importance)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     session_id,
                     compartment.sequence,
@@ -425,7 +433,8 @@ impl Store {
                     compartment.end as i64,
                     compartment.title,
                     compartment.content,
-                    at_ms as i64
+                    at_ms as i64,
+                    i64::from(compartment.importance)
                 ],
             )?;
         }

@@ -334,7 +334,7 @@ fn state_from_a_newer_build_is_refused_with_its_reason() {
     let error = opencode_magic_context::Store::open(&path).err().unwrap();
     assert_eq!(
         error.to_string(),
-        "magic context state: stored value unreadable: schema version 99 is newer than this build understands (1); upgrade opencode"
+        "magic context state: stored value unreadable: schema version 99 is newer than this build understands (2); upgrade opencode"
     );
 }
 
