@@ -55,6 +55,7 @@ mod projection;
 mod registry;
 mod runner;
 mod runtime;
+mod side;
 mod snapshots;
 mod store;
 mod subagent;

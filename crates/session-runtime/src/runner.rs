@@ -348,8 +348,10 @@ impl Runner {
             let mut request = self.request(location, agent, model, &epoch.baseline, projected.messages, last_step);
             let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
+            let managed = self.inner.hooks.as_ref().is_some_and(|hooks| hooks.manages_context());
             if self.inner.compaction.auto
                 && !compacted
+                && !managed
                 && self.inner.compaction.overflows(estimate, model.info.limit.context, output)
             {
                 compacted = true;
@@ -365,6 +367,8 @@ impl Runner {
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             if let Some(hooks) = &self.inner.hooks {
                 hooks.tool_definitions(&turn, &mut request.tools).await;
@@ -482,7 +486,10 @@ impl Runner {
                 }
                 LlmEvent::TextEnd { id, provider_metadata } => {
                     let metadata = provider_metadata.map(|m| json!({"providerMetadata": m}));
-                    if let Some(part) = parts.close(&id, metadata) {
+                    if let Some(mut part) = parts.close(&id, metadata) {
+                        if let (Some(hooks), PartKind::Text { text, .. }) = (&self.inner.hooks, &mut part.kind) {
+                            hooks.text_complete(turn, &part.id, text).await;
+                        }
                         self.stage(part).await?;
                     }
                 }
@@ -714,6 +721,8 @@ impl Runner {
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             let mut kinds = prompt.parts();
             hooks.chat_message(&turn, &mut kinds).await;

@@ -259,6 +259,9 @@ impl RuntimeBuilder {
             }
         }));
         crate::memory::start_sweep(&inner);
+        if let Some(hooks) = &inner.hooks {
+            hooks.attach_side_model(Arc::new(crate::side::RuntimeSideModel(Arc::downgrade(&inner))));
+        }
         SessionRuntime { inner }
     }
 }

@@ -4,6 +4,7 @@ mod context;
 mod defaults;
 mod interrupt;
 mod loop_;
+mod managed_context;
 mod mcp;
 mod memory;
 mod plugin_hooks;
