@@ -38,8 +38,8 @@ fn main() {
     std::fs::create_dir_all(&work).unwrap();
     let config = opencode_mock_provider::peer::mock_project_config(&format!("{}/v1", mock.base_url()));
     std::fs::write(work.join("opencode.json"), config).unwrap();
+    let session = long_session(&home, &work);
     let (mut server, url) = serve(&home, &work);
-    let session = runtime.block_on(long_session(&url, &work));
 
     println!("TUIs attached to one server, a {}-message session, tmux 160x48, {runs} runs each", TURNS * 2);
     println!("{:<22} {:>10} {:>10} {:>12} {:>16}", "tui", "ready p50", "ready max", "RSS MB p50", "idle CPU % 10 s");
@@ -79,33 +79,49 @@ fn serve(home: &Path, work: &Path) -> (std::process::Child, String) {
     (server, url)
 }
 
-/// A session of `TURNS` prompts, each answered (written without the model: `noReply` prompts and
-/// assistant text through the message part route would need a model turn each, so the answers are
-/// prompts too, which the TUIs draw the same way).
-async fn long_session(url: &str, work: &Path) -> String {
-    let _already_installed = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::new();
+/// A session of `TURNS` turns (a prompt and a markdown answer each), written into the store of
+/// `home` before the server starts (as an imported history would be).
+fn long_session(home: &Path, work: &Path) -> String {
+    use opencode_session_store::id::IdKind;
+    use opencode_session_store::id::ascending;
+    let paths = opencode_config::Paths::from_lookup(|key| (key == "HOME").then(|| home.to_path_buf()));
+    std::fs::create_dir_all(&paths.data).unwrap();
+    let store = opencode_session_store::Store::open(paths.database()).unwrap();
     let directory = work.display().to_string();
-    let session: serde_json::Value = http
-        .post(format!("{url}/session"))
-        .query(&[("directory", &directory)])
-        .json(&json!({"title": "A long session"}))
-        .send()
-        .await
+    store
+        .write(|tx| {
+            tx.ensure_global_project()?;
+            let mut new = opencode_session_store::NewSession::new("global", directory.clone());
+            new.title = Some("A long session".to_owned());
+            let session = tx.create_session(new)?;
+            for turn in 0..TURNS {
+                let (user, answer) = (ascending(IdKind::Message), ascending(IdKind::Message));
+                let messages = [
+                    (
+                        json!({"id": user, "sessionID": session.id, "role": "user", "time": {"created": 1},
+                            "agent": "build", "model": {"providerID": "mock", "modelID": "mock-model"}}),
+                        format!("prompt number {turn}: what about the `config` module?"),
+                    ),
+                    (
+                        json!({"id": answer, "sessionID": session.id, "role": "assistant",
+                            "time": {"created": 2, "completed": 3}, "parentID": user, "modelID": "mock-model",
+                            "providerID": "mock", "mode": "build", "agent": "build",
+                            "path": {"cwd": directory, "root": directory}, "cost": 0.0,
+                            "tokens": {"input": 10, "output": 10, "reasoning": 0, "cache": {"read": 0, "write": 0}}}),
+                        format!("## answer number {turn}\n\nThe `config` module **loads** files:\n\n- one\n- two"),
+                    ),
+                ];
+                for (info, text) in messages {
+                    let info: opencode_session_store::MessageInfo = serde_json::from_value(info).unwrap();
+                    tx.append_message(&info)?;
+                    let part = json!({"id": ascending(IdKind::Part), "sessionID": session.id,
+                                      "messageID": info.id(), "type": "text", "text": text});
+                    tx.upsert_part(&serde_json::from_value(part).unwrap())?;
+                }
+            }
+            Ok(session.id)
+        })
         .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = session["id"].as_str().unwrap().to_owned();
-    for turn in 0..TURNS {
-        for text in [format!("prompt number {turn}: what about the `config` module?"), format!("answer number {turn}")]
-        {
-            let body = json!({"noReply": true, "parts": [{"type": "text", "text": text}]});
-            let sent = http.post(format!("{url}/session/{id}/message")).query(&[("directory", &directory)]).json(&body);
-            assert!(sent.send().await.unwrap().status().is_success());
-        }
-    }
-    id
 }
 
 /// Runs `binary attach` `runs` times with `env` and prints the figures.

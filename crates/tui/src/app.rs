@@ -468,7 +468,8 @@ impl App {
 
     /// Context tokens of the last answer and the model's context limit.
     pub fn context(&self) -> (u64, Option<u64>, f64) {
-        let cost = self.messages.iter().filter_map(|m| m.info.cost).sum();
+        // Summed from +0.0: an empty sum of floats is -0.0, shown as "$-0.00".
+        let cost = self.messages.iter().filter_map(|m| m.info.cost).fold(0.0, |sum, cost| sum + cost);
         let used = self
             .messages
             .iter()

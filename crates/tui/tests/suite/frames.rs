@@ -489,3 +489,11 @@ fn an_edit_diff_shows_side_by_side_on_a_wide_terminal() {
     let narrow = frame(&mut app, 80, 24);
     assert!(narrow.contains("  -    41\n") && narrow.contains("  +    42\n"), "unified when narrow:\n{narrow}");
 }
+
+#[test]
+fn an_empty_session_costs_zero_not_minus_zero() {
+    let mut app = app();
+    app.update(Msg::Opened(session(json!({})), Vec::new()));
+    let wide = frame(&mut app, 130, 12);
+    assert!(wide.contains("$0.00 spent") && !wide.contains("-0.00"), "{wide}");
+}
