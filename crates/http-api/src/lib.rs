@@ -58,7 +58,6 @@ mod pty;
 mod routes;
 mod runtime_driver;
 mod server;
-mod services;
 mod state;
 pub mod web;
 
@@ -100,6 +99,6 @@ pub use options::ServerOptions;
 pub use runtime_driver::RuntimeDriver;
 pub use server::Server;
 pub use server::serve;
-pub use services::StorePending;
-pub use services::StoreTodos;
+pub use opencode_session_runtime::StorePending;
+pub use opencode_session_runtime::StoreTodos;
 pub use state::ServerContext;

@@ -16,6 +16,11 @@
 //!   once; retryable failures are retried a bounded number of times. After a crash, tool calls left
 //!   running are failed as interrupted, never re-run, and admitted prompts stay pending.
 //! - **Events.** Durable store events and live deltas on one bus ([`SessionRuntime::subscribe`]).
+//! - **Front ends.** What an editor or server shows of a session comes from here too: the agents and
+//!   catalog of a directory ([`SessionRuntime::agents`], [`SessionRuntime::catalog`]), the model the
+//!   next turn would use ([`SessionRuntime::next_model`]), switching agent or model without a prompt
+//!   ([`SessionRuntime::configure`]), and the store-backed permission requests and todo lists the
+//!   standard tools ask through ([`StorePending`], [`StoreTodos`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), opencode_session_runtime::RuntimeError> {
@@ -55,6 +60,7 @@ mod projection;
 mod registry;
 mod runner;
 mod runtime;
+mod services;
 mod store;
 mod subagent;
 mod subtask;
@@ -102,6 +108,8 @@ pub use runtime::RunResult;
 pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;
 pub use runtime::SessionRuntime;
+pub use services::StorePending;
+pub use services::StoreTodos;
 pub use subagent::DEFAULT_SUBAGENT_DEPTH;
 pub use subtask::SUBTASK_SUMMARY_PROMPT;
 pub use subtask::SubtaskPrompt;
