@@ -71,6 +71,7 @@ pub use compaction::CompactionPrompt;
 pub use compaction::CompactionSettings;
 pub use coordinator::DrainOutcome;
 pub use defaults::PROVIDER_PRIORITY;
+pub use defaults::callable_providers;
 pub use defaults::default_model;
 pub use defaults::small_model;
 pub use error::Result;

@@ -441,10 +441,34 @@ impl SessionRuntime {
         Ok(self.inner.settings(&directory.to_string_lossy())?.agents)
     }
 
+    /// The configuration that applies in `directory` (as sessions spell it): its own, else the
+    /// runtime's (commands, agents, models a front end offers).
+    pub fn config(&self, directory: &Path) -> Result<Arc<Config>> {
+        Ok(self.inner.settings(&directory.to_string_lossy())?.config)
+    }
+
     /// The model catalog that applies in `directory` (as sessions spell it), with its configuration
     /// applied: the models and variants a front end offers.
     pub fn catalog(&self, directory: &Path) -> Result<Arc<Catalog>> {
         Ok(self.inner.settings(&directory.to_string_lossy())?.catalog)
+    }
+
+    /// Every model a turn in `directory` can call (see [`callable_providers`](crate::callable_providers)),
+    /// most preferred provider first, each provider's models in catalog order: a model picker's list.
+    pub fn models(&self, directory: &Path) -> Result<Vec<ModelChoice>> {
+        let settings = self.inner.settings(&directory.to_string_lossy())?;
+        let providers =
+            crate::defaults::callable_providers(&settings.catalog, &settings.config, &self.inner.auth, &self.inner.env);
+        Ok(providers
+            .iter()
+            .flat_map(|provider| {
+                provider.models.keys().map(|model| ModelChoice {
+                    provider: provider.id.clone(),
+                    model: model.clone(),
+                    variant: None,
+                })
+            })
+            .collect())
     }
 
     /// The model the session's next turn would use, chosen as the runner chooses it (the session's,
