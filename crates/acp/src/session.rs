@@ -75,11 +75,13 @@ impl Shared {
     ) -> Result<(NewSessionResponse, Commands), AgentError> {
         self.ready()?;
         let directory = directory(&request.cwd)?;
+        // Checked before anything is created: a refused request leaves no session behind.
+        let servers = request.mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
         let runtime = self.engine.runtime.clone();
         let session = runtime.create_session(&directory, NewSession::default()).await?;
         tracing::info!(session.id = %session.id, directory = %directory.display(), "session created");
         let (view, commands) = blocking(move || {
-            connect_servers(&runtime, &directory, &request.mcp_servers)?;
+            connect_servers(&runtime, &directory, servers)?;
             Ok((options::view(&runtime, &session)?, commands(&runtime, &session)?))
         })
         .await?;
@@ -99,7 +101,8 @@ impl Shared {
         let (updates, view, commands) = blocking(move || {
             // The session's own directory is where it runs, whatever the client's cwd.
             let directory = PathBuf::from(&session.directory);
-            connect_servers(&runtime, &directory, &request.mcp_servers)?;
+            let servers = request.mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
+            connect_servers(&runtime, &directory, servers)?;
             let history = runtime.store().read(|r| r.full_history(&session.id))?;
             let todos = runtime.store().read(|r| r.todos(&session.id))?;
             let updates = crate::replay::updates(&history, &todos, &directory);
@@ -240,15 +243,18 @@ fn session_info(session: &Session) -> SessionInfo {
 
 /// Connects the MCP servers the client sent for the session's directory (its Location's next turns
 /// get their tools; the first turn waits until they have connected or failed).
-fn connect_servers(runtime: &SessionRuntime, directory: &Path, servers: &[McpServer]) -> Result<(), AgentError> {
+fn connect_servers(
+    runtime: &SessionRuntime,
+    directory: &Path,
+    servers: Vec<(String, McpConfig)>,
+) -> Result<(), AgentError> {
     if servers.is_empty() {
         return Ok(());
     }
     let Some(mcp) = runtime.mcp(directory)? else {
         return Err(AgentError::Internal("MCP is not available in this directory".to_owned()));
     };
-    for server in servers {
-        let (name, entry) = mcp_entry(server)?;
+    for (name, entry) in servers {
         tracing::info!(server = %name, "connecting a client's MCP server");
         mcp.add(&name, entry);
     }

@@ -149,8 +149,8 @@ struct Stream {
     assistant: HashMap<String, bool>,
     /// Bytes of each text or reasoning part already sent.
     sent: HashMap<String, usize>,
-    /// Each tool call's last status sent.
-    calls: HashMap<String, ToolCallStatus>,
+    /// Each tool call's last status, title and input sent.
+    calls: HashMap<String, (ToolCallStatus, Option<String>, Option<Value>)>,
     /// Files changed by edits, to push at the end.
     written: Vec<PathBuf>,
     /// How the last assistant message finished.
@@ -272,10 +272,12 @@ impl Stream {
 
     fn tool(&mut self, call_id: &str, tool: &str, state: &ToolState) {
         let fields = crate::tools::fields(tool, state, &self.directory);
-        let status = fields.status.unwrap_or(ToolCallStatus::Pending);
-        match self.calls.insert(call_id.to_owned(), status) {
+        // Sent again when it changes what the client shows: the status, or the title and input
+        // (which fill in as the model streams the call).
+        let shown = (fields.status.unwrap_or(ToolCallStatus::Pending), fields.title.clone(), fields.raw_input.clone());
+        match self.calls.insert(call_id.to_owned(), shown.clone()) {
             None => self.send(SessionUpdate::ToolCall(crate::tools::call(call_id, tool, state, &self.directory))),
-            Some(previous) if previous != status => {
+            Some(previous) if previous != shown => {
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.to_owned(), fields)));
             }
             Some(_) => return,
