@@ -58,7 +58,7 @@ fn main() {
         args.starts, args.prompts
     );
     let home = tempfile::tempdir().unwrap();
-    let project = project(home.path(), mock);
+    let project = project_dir(home.path(), mock);
     let agent = Agent::Ours(PathBuf::from(ours));
     let ours = measure(&agent, home.path(), &project, &args);
     let alone = runtime.block_on(runtime_alone(home.path(), &project, args.prompts));
@@ -71,7 +71,7 @@ fn main() {
     match peer() {
         Some(binary) => {
             let peer_home = tempfile::tempdir().unwrap();
-            let peer_project = project(peer_home.path(), mock);
+            let peer_project = project_dir(peer_home.path(), mock);
             let peer = measure(&Agent::Peer(binary), peer_home.path(), &peer_project, &args);
             report("OpenCode 1.18.34", &peer);
         }
@@ -110,7 +110,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 /// A project directory with the mock as its model (and small model).
-fn project(home: &Path, mock: std::net::SocketAddr) -> PathBuf {
+fn project_dir(home: &Path, mock: std::net::SocketAddr) -> PathBuf {
     let project = home.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let config = opencode_mock_provider::peer::mock_project_config(&format!("http://{mock}/v1"));

@@ -48,7 +48,7 @@ pub(crate) fn view(runtime: &SessionRuntime, session: &Session) -> Result<Sessio
     );
     let mut options = vec![mode_option];
     options.extend(model_options(runtime, session)?);
-    Ok(SessionView { modes: SessionModeState::new(current.clone(), modes), options })
+    Ok(SessionView { modes: SessionModeState::new(current, modes), options })
 }
 
 /// `model` and `thought_level`, when the session has a model at all.

@@ -104,5 +104,5 @@ pub(crate) fn ask(
     let text = expander.expand(&command, arguments.trim()).prompt_text(commands::MAX_FILE_BYTES);
     let model = command.model.as_deref().map(ModelChoice::parse).transpose()?;
     let model = model.map(|model| ModelChoice { variant: command.variant.clone(), ..model });
-    Ok(Ask::Message { text, files, agent: command.agent.clone(), model })
+    Ok(Ask::Message { text, files, agent: command.agent, model })
 }

@@ -36,7 +36,7 @@ async fn a_bash_ask_offers_the_four_answers_and_names_the_command() {
     let asked = &permissions[0];
     assert_eq!(asked.tool_call.tool_call_id.0.as_ref(), "call_1");
     assert_eq!(asked.tool_call.fields.title.as_deref(), Some("echo approved-run"));
-    let kinds: Vec<PermissionOptionKind> = asked.options.iter().map(|option| option.kind.clone()).collect();
+    let kinds: Vec<PermissionOptionKind> = asked.options.iter().map(|option| option.kind).collect();
     assert_eq!(
         kinds,
         [

@@ -40,6 +40,15 @@ async fn a_prompt_streams_the_answer_and_ends_the_turn_in_a_durable_session() {
     assert_eq!(stored.directory, fixture.work.display().to_string());
     let user = &super::support::requests_of(&fixture)[0];
     assert!(user.contains("Say hello"), "{user}");
+    // Titled by the small model, like any session.
+    for _ in 0..200 {
+        if fixture.store().read(|r| r.session(&session)).unwrap().unwrap().title == "A session title" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(!fixture.titles.requests().is_empty());
+    assert_eq!(fixture.store().read(|r| r.session(&session)).unwrap().unwrap().title, "A session title");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
