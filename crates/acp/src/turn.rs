@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, PromptRequest, PromptResponse, SessionInfoUpdate, SessionUpdate, StopReason,
-    ToolCallStatus, ToolCallUpdate, WriteTextFileRequest,
+    ContentBlock, ContentChunk, Cost, PromptRequest, PromptResponse, SessionInfoUpdate, SessionUpdate, StopReason,
+    ToolCallStatus, ToolCallUpdate, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use opencode_session_runtime::{DeltaKind, DrainOutcome, PromptRequest as RuntimePrompt, RuntimeEvent};
@@ -89,6 +89,7 @@ async fn run(
         }
     };
     stream.finish().await;
+    usage(shared, &stream).await;
     if turn.cancelled.load(Ordering::Acquire) {
         return Ok(PromptResponse::new(StopReason::Cancelled));
     }
@@ -99,6 +100,23 @@ async fn run(
         }
         DrainOutcome::Completed | DrainOutcome::Idle => Ok(PromptResponse::new(stream.stop_reason())),
     }
+}
+
+/// Reports the context window in use after the turn (its last request's input and output against
+/// the model's context limit) and the session's cost so far.
+async fn usage(shared: &Shared, stream: &Stream) {
+    let Some((provider, model, used)) = stream.usage.clone() else { return };
+    let runtime = shared.engine.runtime.clone();
+    let (directory, id) = (stream.directory.clone(), stream.session.clone());
+    let size =
+        blocking(move || Ok(runtime.catalog(&directory)?.model(&provider, &model).map(|m| m.info.limit.context).ok()))
+            .await
+            .ok()
+            .flatten()
+            .filter(|size| *size > 0);
+    let Some(size) = size else { return };
+    let cost = shared.engine.runtime.session(&id).await.ok().map(|session| Cost::new(session.cost, "USD"));
+    stream.send(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size).cost(cost)));
 }
 
 /// Streams events until `done` resolves, then what was published before it did.
@@ -155,6 +173,8 @@ struct Stream {
     written: Vec<PathBuf>,
     /// How the last assistant message finished.
     finish: Option<String>,
+    /// The last assistant message's model and the tokens its request used (input and output).
+    usage: Option<(String, String, u64)>,
 }
 
 impl Stream {
@@ -170,6 +190,7 @@ impl Stream {
             calls: HashMap::new(),
             written: Vec::new(),
             finish: None,
+            usage: None,
         }
     }
 
@@ -219,6 +240,10 @@ impl Stream {
                     && message.finish.is_some()
                 {
                     self.finish.clone_from(&message.finish);
+                    let used = message.tokens.input + message.tokens.output;
+                    if used > 0 {
+                        self.usage = Some((message.provider_id.clone(), message.model_id.clone(), used));
+                    }
                 }
                 self.assistant.insert(info.id().to_owned(), shown);
             }

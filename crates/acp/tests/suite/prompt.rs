@@ -30,6 +30,12 @@ async fn a_prompt_streams_the_answer_and_ends_the_turn_in_a_durable_session() {
         .client(choose_once(), async move |conn: Conn| {
             let session = conn.start(&work).await;
             let response = conn.prompt(&session, "Say hello").await.unwrap();
+            // The context in use: the request's 100 input and 10 output tokens, of the model's 200,000.
+            let usage = conn.updates(&session).iter().find_map(|update| match update {
+                SessionUpdate::UsageUpdate(usage) => Some((usage.used, usage.size)),
+                _ => None,
+            });
+            assert_eq!(usage, Some((110, 200_000)));
             (session.clone(), response, conn.agent_text(&session))
         })
         .await;

@@ -172,3 +172,16 @@ async fn a_client_vanishing_mid_turn_interrupts_it_and_keeps_the_session() {
     assert_eq!(user_text, ["long job"]);
     assert!(history.iter().any(|message| matches!(message.info, MessageInfo::Assistant(_))), "{history:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_default_agent_is_the_starting_mode() {
+    let fixture = Fixture::new(json!({"default_agent": "plan"})).await;
+    let work = fixture.work.clone();
+    let created = fixture
+        .client(choose_once(), async move |conn: Conn| {
+            conn.init().await;
+            conn.new_session(&work).await
+        })
+        .await;
+    assert_eq!(created.modes.unwrap().current_mode_id.0.as_ref(), "plan");
+}
