@@ -74,6 +74,7 @@ async fn run(
     cx: &ConnectionTo<Client>,
 ) -> Result<PromptResponse, AgentError> {
     let runtime = &shared.engine.runtime;
+    settle_servers(shared, session).await;
     // Subscribed before admission, so that nothing of the turn is missed.
     let mut events = runtime.subscribe();
     let mut stream = Stream::new(session, cx.clone(), shared.client().fs.write_text_file);
@@ -99,6 +100,16 @@ async fn run(
             Err(AgentError::Internal(format!("the turn failed: {message} ({hint})")))
         }
         DrainOutcome::Completed | DrainOutcome::Idle => Ok(PromptResponse::new(stream.stop_reason())),
+    }
+}
+
+/// Waits until the MCP servers of the session's directory (the client's among them, added by
+/// `session/new`) have connected or failed, each within its own timeout, so that the turn is offered
+/// their tools.
+async fn settle_servers(shared: &Shared, session: &Session) {
+    let (runtime, directory) = (shared.engine.runtime.clone(), PathBuf::from(&session.directory));
+    if let Ok(Some(mcp)) = blocking(move || Ok(runtime.mcp(&directory)?)).await {
+        mcp.settled().await;
     }
 }
 

@@ -185,3 +185,32 @@ async fn a_configured_default_agent_is_the_starting_mode() {
         .await;
     assert_eq!(created.modes.unwrap().current_mode_id.0.as_ref(), "plan");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_mcp_servers_serve_the_sessions_turns() {
+    if std::process::Command::new("node").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "node is required under CI for the MCP test");
+        eprintln!("notice: node not found; skipping the MCP test");
+        return;
+    }
+    let fixture = Fixture::new(json!({})).await;
+    fixture.push([text("ok")]);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/scripted.mjs");
+    let work = fixture.work.clone();
+    fixture
+        .client(choose_once(), async move |conn: Conn| {
+            conn.init().await;
+            let server = agent_client_protocol::v1::schema::McpServer::Stdio(
+                agent_client_protocol::v1::schema::McpServerStdio::new("scripted", "node")
+                    .args(vec![script.display().to_string()]),
+            );
+            let request = agent_client_protocol::v1::schema::NewSessionRequest::new(work).mcp_servers(vec![server]);
+            let created = conn.cx.send_request(request).block_task().await.unwrap();
+            conn.prompt(&created.session_id.0, "use the tool").await.unwrap();
+        })
+        .await;
+    let request = fixture.mock.requests().pop().unwrap().body_json().unwrap();
+    let tools: Vec<&str> =
+        request["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"scripted_ok"), "{tools:?}");
+}
