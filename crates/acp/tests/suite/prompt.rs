@@ -10,7 +10,19 @@ use super::support::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_reports_capabilities_and_the_version() {
     let fixture = Fixture::new(json!({})).await;
-    let response = fixture.client(choose_once(), async |conn: Conn| conn.init().await).await;
+    let (response, signed_in, unknown) = fixture
+        .client(choose_once(), async |conn: Conn| {
+            let response = conn.init().await;
+            let method = response.auth_methods[0].id().0.to_string();
+            let authenticate = |id: String| agent_client_protocol::v1::schema::AuthenticateRequest::new(id);
+            let signed_in = conn.cx.send_request(authenticate(method)).block_task().await;
+            let unknown = conn.cx.send_request(authenticate("oauth".to_owned())).block_task().await;
+            (response, signed_in, unknown)
+        })
+        .await;
+    // A provider has credentials (the configured mock): signing in is already done.
+    assert!(signed_in.is_ok(), "{signed_in:?}");
+    assert_eq!(unknown.unwrap_err().code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
     let capabilities = &response.agent_capabilities;
     assert!(capabilities.load_session);
     assert!(capabilities.prompt_capabilities.image && capabilities.prompt_capabilities.embedded_context);
