@@ -341,6 +341,7 @@ impl Stream {
         if !self.push_writes {
             return;
         }
+        self.written.sort();
         self.written.dedup();
         for path in std::mem::take(&mut self.written) {
             push_file(&self.cx, &self.session, &path).await;
