@@ -14,6 +14,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, UsageUpdate, WriteTextFileRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
+use opencode_session_runtime::mcp::McpManager;
 use opencode_session_runtime::{DeltaKind, DrainOutcome, PromptRequest as RuntimePrompt, RuntimeEvent};
 use opencode_session_store::{MessageInfo, Part, PartKind, Session, Todo, ToolState};
 use serde_json::Value;
@@ -32,13 +33,17 @@ pub(crate) async fn start(
     responder: Responder<PromptResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), agent_client_protocol::Error> {
-    let prepared = prepare(&shared, &request).await;
-    let (session, ask, turn) = match prepared {
+    let Prepared { session, ask, turn, mcp } = match prepare(&shared, &request).await {
         Ok(prepared) => prepared,
         Err(err) => return answer(responder, Err(err)),
     };
     let task_cx = cx.clone();
     cx.spawn(async move {
+        // The directory's servers (the client's among them, added by `session/new`) have connected
+        // or failed, each within its own timeout, so that the turn is offered their tools.
+        if let Some(mcp) = mcp {
+            mcp.settled().await;
+        }
         let result = run(&shared, &session, ask, &turn, &task_cx).await;
         shared.end_turn(&session.id);
         // The client may be gone; its connection's end is handled elsewhere.
@@ -50,19 +55,36 @@ pub(crate) async fn start(
 }
 
 /// The session, what the prompt asks, and the turn registered for it.
-async fn prepare(shared: &Shared, request: &PromptRequest) -> Result<(Session, Ask, Arc<Turn>), AgentError> {
+async fn prepare(shared: &Shared, request: &PromptRequest) -> Result<Prepared, AgentError> {
     shared.ready()?;
     let session = shared.engine.runtime.session(&request.session_id.0).await?;
     let (text, files) = crate::prompt::convert(&request.prompt)?;
     let runtime = shared.engine.runtime.clone();
     let directory = PathBuf::from(&session.directory);
-    let ask = blocking(move || {
-        let config = runtime.config(&directory)?;
-        crate::prompt::ask(text, files, &config, &directory)
+    // One trip off the async threads: the Location (opened if needed, its MCP servers connecting)
+    // and, for a command, the configuration that defines it.
+    let (ask, mcp) = blocking(move || {
+        let mcp = runtime.mcp(&directory)?;
+        let ask = if text.starts_with('/') {
+            let config = runtime.config(&directory)?;
+            crate::prompt::ask(text, files, &config, &directory)?
+        } else {
+            Ask::Message { text, files, agent: None, model: None }
+        };
+        Ok((ask, mcp))
     })
     .await?;
     let turn = shared.begin_turn(&session.id)?;
-    Ok((session, ask, turn))
+    Ok(Prepared { session, ask, turn, mcp })
+}
+
+/// A prompt ready to run.
+struct Prepared {
+    session: Session,
+    ask: Ask,
+    turn: Arc<Turn>,
+    /// The MCP servers of the session's directory, when its tools have MCP support.
+    mcp: Option<McpManager>,
 }
 
 /// Runs the turn to its end, streaming it.
@@ -74,7 +96,6 @@ async fn run(
     cx: &ConnectionTo<Client>,
 ) -> Result<PromptResponse, AgentError> {
     let runtime = &shared.engine.runtime;
-    settle_servers(shared, session).await;
     // Subscribed before admission, so that nothing of the turn is missed.
     let mut events = runtime.subscribe();
     let mut stream = Stream::new(session, cx.clone(), shared.client().fs.write_text_file);
@@ -90,7 +111,7 @@ async fn run(
         }
     };
     stream.finish().await;
-    usage(shared, &stream).await;
+    usage(shared, &stream);
     if turn.cancelled.load(Ordering::Acquire) {
         return Ok(PromptResponse::new(StopReason::Cancelled));
     }
@@ -103,31 +124,16 @@ async fn run(
     }
 }
 
-/// Waits until the MCP servers of the session's directory (the client's among them, added by
-/// `session/new`) have connected or failed, each within its own timeout, so that the turn is offered
-/// their tools.
-async fn settle_servers(shared: &Shared, session: &Session) {
-    let (runtime, directory) = (shared.engine.runtime.clone(), PathBuf::from(&session.directory));
-    if let Ok(Some(mcp)) = blocking(move || Ok(runtime.mcp(&directory)?)).await {
-        mcp.settled().await;
-    }
-}
-
 /// Reports the context window in use after the turn (its last request's input and output against
 /// the model's context limit) and the session's cost so far.
-async fn usage(shared: &Shared, stream: &Stream) {
-    let Some((provider, model, used)) = stream.usage.clone() else { return };
-    let runtime = shared.engine.runtime.clone();
-    let (directory, id) = (stream.directory.clone(), stream.session.clone());
-    let size =
-        blocking(move || Ok(runtime.catalog(&directory)?.model(&provider, &model).map(|m| m.info.limit.context).ok()))
-            .await
-            .ok()
-            .flatten()
-            .filter(|size| *size > 0);
-    let Some(size) = size else { return };
-    let cost = shared.engine.runtime.session(&id).await.ok().map(|session| Cost::new(session.cost, "USD"));
-    stream.send(SessionUpdate::UsageUpdate(UsageUpdate::new(used, size).cost(cost)));
+fn usage(shared: &Shared, stream: &Stream) {
+    let Some((provider, model, used)) = &stream.usage else { return };
+    // The turn just ran in this directory: its Location is open, so this reads memory only.
+    let catalog = shared.engine.runtime.catalog(&stream.directory);
+    let size = catalog.ok().and_then(|catalog| catalog.model(provider, model).ok().map(|m| m.info.limit.context));
+    let Some(size) = size.filter(|size| *size > 0) else { return };
+    let cost = stream.cost.map(|cost| Cost::new(cost, "USD"));
+    stream.send(SessionUpdate::UsageUpdate(UsageUpdate::new(*used, size).cost(cost)));
 }
 
 /// Streams events until `done` resolves, then what was published before it did.
@@ -186,6 +192,8 @@ struct Stream {
     finish: Option<String>,
     /// The last assistant message's model and the tokens its request used (input and output).
     usage: Option<(String, String, u64)>,
+    /// The session's cost, as its last update says.
+    cost: Option<f64>,
 }
 
 impl Stream {
@@ -202,6 +210,7 @@ impl Stream {
             written: Vec::new(),
             finish: None,
             usage: None,
+            cost: None,
         }
     }
 
@@ -273,6 +282,9 @@ impl Stream {
                 }
             }
             "session.updated" => {
+                if let Some(cost) = data.pointer("/info/cost").and_then(Value::as_f64) {
+                    self.cost = Some(cost);
+                }
                 let title = data.pointer("/info/title").and_then(Value::as_str);
                 if let Some(title) = title.filter(|title| *title != self.title) {
                     self.title = title.to_owned();
