@@ -6,8 +6,9 @@
 //! 1. Ready: spawn → `initialize` answered → `session/new` answered (median of `--starts`, default 10).
 //! 2. Per prompt: `session/prompt` → its answer, every `session/update` read on the way (median of
 //!    `--prompts`, default 50, in one session), against `SessionRuntime::run` of the same prompt in
-//!    this process (the runtime alone, assembled as the agent assembles it); the difference is what
-//!    ACP adds per prompt.
+//!    this process (the runtime alone, assembled as the agent assembles it), the two taken in turn
+//!    so that the load of a shared machine weighs on both alike; the difference of the medians is
+//!    what ACP (and its process boundary) adds per prompt.
 //! 3. RSS of the agent after `session/new` and after the prompts (`VmRSS`, and the peak `VmHWM`).
 //!
 //! The same, except the in-process baseline, for OpenCode 1.18.34's `opencode acp` when its binary
@@ -60,8 +61,10 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let project = project_dir(home.path(), mock);
     let agent = Agent::Ours(PathBuf::from(ours));
-    let ours = measure(&agent, home.path(), &project, &args);
-    let alone = runtime.block_on(runtime_alone(home.path(), &project, args.prompts));
+    let mut baseline = runtime.block_on(Baseline::new(home.path(), &project));
+    let mut alone = Vec::new();
+    let ours = measure(&agent, home.path(), &project, &args, &mut || alone.push(runtime.block_on(baseline.sample())));
+    let alone = median(alone);
     report("ours", &ours);
     println!(
         "  runtime alone (in-process SessionRuntime::run): {:.3} ms per prompt; ACP adds {:.3} ms",
@@ -72,7 +75,7 @@ fn main() {
         Some(binary) => {
             let peer_home = tempfile::tempdir().unwrap();
             let peer_project = project_dir(peer_home.path(), mock);
-            let peer = measure(&Agent::Peer(binary), peer_home.path(), &peer_project, &args);
+            let peer = measure(&Agent::Peer(binary), peer_home.path(), &peer_project, &args, &mut || {});
             report("OpenCode 1.18.34", &peer);
         }
         None => println!("OpenCode 1.18.34 not found (set OPENCODE_PEER_BIN); skipped"),
@@ -215,7 +218,8 @@ fn initialize(rpc: &mut Rpc, project: &Path) -> String {
     created["sessionId"].as_str().unwrap().to_owned()
 }
 
-fn measure(agent: &Agent, home: &Path, project: &Path, args: &Args) -> Figures {
+/// Measures `agent`; `between` runs after each timed prompt (the in-process baseline's sample).
+fn measure(agent: &Agent, home: &Path, project: &Path, args: &Args, between: &mut dyn FnMut()) -> Figures {
     let mut ready = Vec::new();
     for _ in 0..args.starts {
         let started = Instant::now();
@@ -233,7 +237,9 @@ fn measure(agent: &Agent, home: &Path, project: &Path, args: &Args) -> Figures {
         .map(|_| {
             let started = Instant::now();
             prompt(&mut rpc, &session);
-            started.elapsed()
+            let elapsed = started.elapsed();
+            between();
+            elapsed
         })
         .collect();
     let figures = Figures {
@@ -253,24 +259,30 @@ fn prompt(rpc: &mut Rpc, session: &str) {
     assert_eq!(answer["stopReason"], "end_turn", "{answer}");
 }
 
-/// The median time of `SessionRuntime::run` for the same prompt, in this process, on the runtime
-/// the agent builds.
-async fn runtime_alone(home: &Path, project: &Path, prompts: usize) -> Duration {
-    let env = opencode_config::Env::from_pairs([
-        ("HOME", home.join("alone").display().to_string()),
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_owned()),
-    ]);
-    let engine = opencode_acp::engine(&env, project).unwrap();
-    let runtime = engine.runtime.clone();
-    let session = runtime.create_session(project, Default::default()).await.unwrap();
-    runtime.run(PromptRequest::text(&session.id, "say hi")).await.unwrap();
-    let mut samples = Vec::new();
-    for _ in 0..prompts {
-        let started = Instant::now();
-        runtime.run(PromptRequest::text(&session.id, "say hi")).await.unwrap();
-        samples.push(started.elapsed());
+/// `SessionRuntime::run` of the same prompt, in this process, on the runtime the agent builds.
+struct Baseline {
+    runtime: opencode_session_runtime::SessionRuntime,
+    session: String,
+}
+
+impl Baseline {
+    async fn new(home: &Path, project: &Path) -> Self {
+        let env = opencode_config::Env::from_pairs([
+            ("HOME", home.join("alone").display().to_string()),
+            ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_owned()),
+        ]);
+        let runtime = opencode_acp::engine(&env, project).unwrap().runtime;
+        let session = runtime.create_session(project, Default::default()).await.unwrap().id;
+        // The first turn titles the session and opens its Location: warm-up, not measured.
+        runtime.run(PromptRequest::text(&session, "say hi")).await.unwrap();
+        Self { runtime, session }
     }
-    median(samples)
+
+    async fn sample(&mut self) -> Duration {
+        let started = Instant::now();
+        self.runtime.run(PromptRequest::text(&self.session, "say hi")).await.unwrap();
+        started.elapsed()
+    }
 }
 
 /// An OpenAI-compatible mock answering every request at once with a short streamed text.
