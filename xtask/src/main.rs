@@ -48,14 +48,20 @@ const BENCHES: &[(&str, &str)] = &[
     ("opencode-http-api", "web"),
     ("opencode", "run"),
     ("opencode", "serve_memory"),
+    ("opencode", "github"),
+    ("opencode", "tui"),
     ("opencode-tui", "frames"),
+    ("opencode-magic-context", "magic_context"),
 ];
 
-/// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's.
+/// Runs every benchmark program in release mode; `cargo xtask bench <package>` runs one package's
+/// (the `opencode-` prefix may be left out: `cargo xtask bench magic-context --json`).
 fn bench(extra: &[String]) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let only = extra.first().filter(|arg| !arg.starts_with('-'));
-    for (package, target) in BENCHES.iter().filter(|(package, _)| only.is_none_or(|only| only == package)) {
+    let named =
+        |package: &str| only.is_none_or(|only| only == package || package.strip_prefix("opencode-") == Some(only));
+    for (package, target) in BENCHES.iter().filter(|(package, _)| named(package)) {
         let rest = if only.is_some() { &extra[1..] } else { extra };
         let status = Command::new(&cargo).args(["bench", "-p", package, "--bench", target, "--"]).args(rest).status();
         match status {

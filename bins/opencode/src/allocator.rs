@@ -8,12 +8,18 @@
 //! while the process is idle, and its statistics are reported by `/global/health`.
 //!
 //! Shared by the `opencode` and `opencode-server` binaries; only binaries choose the allocator.
+//! jemalloc does not build for MSVC, so Windows keeps the system allocator (and reports none).
 
+#[cfg(target_env = "msvc")]
+pub fn serve() {}
+
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// For long-lived processes (servers): starts the background purging and reports the allocator's
 /// statistics in `/global/health`.
+#[cfg(not(target_env = "msvc"))]
 pub fn serve() {
     if let Err(err) = tikv_jemalloc_ctl::background_thread::write(true) {
         eprintln!(
@@ -26,6 +32,7 @@ pub fn serve() {
 /// jemalloc's view, in bytes: `allocated` (live allocations), `active` (their pages), `resident`
 /// (pages the allocator holds in memory, metadata included), `retained` (address space kept for
 /// reuse, not resident).
+#[cfg(not(target_env = "msvc"))]
 fn report() -> serde_json::Value {
     use tikv_jemalloc_ctl::stats;
     // Statistics are a snapshot taken when the epoch advances.

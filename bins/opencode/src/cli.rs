@@ -114,6 +114,22 @@ pub enum GithubCommand {
     /// Handle the event of the current GitHub Actions job (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
     /// GITHUB_REPOSITORY, GITHUB_TOKEN; GITHUB_API_URL for GitHub Enterprise Server).
     Run(GithubRunArgs),
+    /// Write the workflow that runs the agent in this repository's GitHub Actions
+    /// (.github/workflows/opencode.yml) and print the secrets to set.
+    Install(GithubInstallArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct GithubInstallArgs {
+    /// The model as provider/model [default: config `model`].
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// Also review every opened pull request (a check run on its head commit).
+    #[arg(long)]
+    pub review: bool,
+    /// Replace an existing workflow file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -131,6 +147,9 @@ pub struct GithubRunArgs {
     /// The agent that works on it.
     #[arg(long, default_value = "build")]
     pub agent: String,
+    /// Also write the session's export (as `opencode export` prints it) to this file.
+    #[arg(long)]
+    pub export: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

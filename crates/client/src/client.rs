@@ -200,6 +200,26 @@ impl Client {
         self.get("/command").await
     }
 
+    /// Runs configured command `name` with `arguments` in the session (its template expanded into
+    /// a prompt) and waits for the reply; `model` is `provider/model`.
+    pub async fn command(
+        &self,
+        id: &str,
+        name: &str,
+        arguments: &str,
+        agent: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let mut body = json!({ "command": name, "arguments": arguments });
+        if let Some(agent) = agent {
+            body["agent"] = json!(agent);
+        }
+        if let Some(model) = model {
+            body["model"] = json!(model);
+        }
+        self.send(Method::POST, &format!("/session/{id}/command"), Some(&body)).await
+    }
+
     /// Files of the directory whose path matches `query` (fuzzy; `.gitignore` respected).
     pub async fn find_files(&self, query: &str) -> Result<Vec<String>, ClientError> {
         self.get(&format!("/find/file?query={}", encode(query))).await

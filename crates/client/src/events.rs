@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::sse::SseReader;
+use crate::types::FileDiff;
 use crate::types::Message;
 use crate::types::MessageInfo;
 use crate::types::Part;
@@ -65,6 +66,12 @@ pub enum Event {
         session_id: String,
         todos: Vec<Value>,
     },
+    /// The files the session changed (after a step that changed files, and after an undo: the
+    /// undone changes).
+    SessionDiff {
+        session_id: String,
+        diff: Vec<FileDiff>,
+    },
     Other {
         kind: String,
         properties: Value,
@@ -118,6 +125,10 @@ impl Event {
                 request_id: text("requestID").or_else(|| text("permissionID"))?,
                 reply: text("reply").or_else(|| text("response"))?,
             },
+            "session.diff" => Self::SessionDiff {
+                session_id: text("sessionID")?,
+                diff: serde_json::from_value(decode("diff")?).ok()?,
+            },
             "todo.updated" => Self::TodoUpdated {
                 session_id: text("sessionID")?,
                 todos: serde_json::from_value(decode("todos")?).ok()?,
@@ -136,7 +147,8 @@ impl Event {
             | Self::PartDelta { session_id, .. }
             | Self::PartRemoved { session_id, .. }
             | Self::PermissionReplied { session_id, .. }
-            | Self::TodoUpdated { session_id, .. } => Some(session_id),
+            | Self::TodoUpdated { session_id, .. }
+            | Self::SessionDiff { session_id, .. } => Some(session_id),
             Self::SessionError { session_id, .. } => session_id.as_deref(),
             Self::MessageUpdated(info) => Some(&info.session_id),
             Self::PartUpdated(part) => Some(&part.session_id),

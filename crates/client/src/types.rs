@@ -341,6 +341,9 @@ pub struct PromptBody {
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelRef>,
+    /// One of the model's variants (`high`, `max`, ...), as `/config/providers` lists them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 impl PromptBody {
@@ -368,4 +371,20 @@ fn optional_millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
     // Float-to-integer `as` saturates and maps NaN to 0: fine for a timestamp.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(number.map(|n| n.as_u64().unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as u64)))
+}
+
+/// One file's change in a session (`SnapshotFileDiff`): a turn's (`summary.diffs` of a user
+/// message) or the session's (`session.diff`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDiff {
+    #[serde(default)]
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    #[serde(default)]
+    pub additions: u64,
+    #[serde(default)]
+    pub deletions: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }

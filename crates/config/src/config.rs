@@ -83,6 +83,9 @@ pub struct Config {
     pub lsp: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Map<String, Value>>,
+    /// Magic Context (`true`, `false` or its settings object), kept as written for its crate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub magic_context: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enterprise: Option<EnterpriseConfig>,
     /// Keys this version does not know (filled by the loader, which warns about each).
@@ -118,6 +121,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "shell",
     "logLevel",
     "subagent_depth",
+    "magic_context",
     "watcher",
     "skills",
     "formatter",

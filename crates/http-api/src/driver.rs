@@ -55,6 +55,12 @@ pub trait SessionDriver: Send + Sync + 'static {
         Box::pin(async {})
     }
 
+    /// The work-tree snapshots of `session`, when the runtime keeps them (undo and redo put files
+    /// back from them).
+    fn snapshots(&self, _session: &Session) -> Option<opencode_snapshot::Snapshots> {
+        None
+    }
+
     /// Compacts the session now and waits until it is idle again (`POST /session/{id}/summarize`).
     fn compact(&self, _session_id: String) -> BoxFuture<'_, Result<(), DriverError>> {
         Box::pin(async { Err(DriverError::Unavailable("this server cannot compact sessions".to_owned())) })

@@ -157,6 +157,10 @@ impl Drop for RuntimeDriver {
 }
 
 impl SessionDriver for RuntimeDriver {
+    fn snapshots(&self, session: &Session) -> Option<opencode_snapshot::Snapshots> {
+        self.runtime.snapshots(session)
+    }
+
     fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
         Box::pin(async move {
             if request.no_reply == Some(true) {

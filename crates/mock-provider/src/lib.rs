@@ -38,6 +38,12 @@
 //! reproduce the recorded status, headers and exact body bytes. Compare the
 //! request the client sent with the recorded one via [`canonical_json`].
 //!
+//! # Prompt caching
+//!
+//! [`prefix_cache::PrefixCache`] computes the usage an Anthropic Messages request would be billed
+//! (input, cache creation, cache read) from its body and a simulated clock, following the
+//! provider's published prefix-caching rules; benchmarks replay whole sessions through it.
+//!
 //! # Example
 //!
 //! ```
@@ -84,6 +90,7 @@ pub mod browser;
 mod cassette;
 mod fixtures;
 pub mod peer;
+pub mod prefix_cache;
 mod response;
 mod server;
 

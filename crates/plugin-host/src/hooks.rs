@@ -55,10 +55,11 @@ pub enum HookName {
     ChatMessagesTransform,
     ChatSystemTransform,
     SessionCompacting,
+    TextComplete,
 }
 
 impl HookName {
-    pub const ALL: [HookName; 16] = [
+    pub const ALL: [HookName; 17] = [
         Self::Event,
         Self::Config,
         Self::Tool,
@@ -75,6 +76,7 @@ impl HookName {
         Self::ChatMessagesTransform,
         Self::ChatSystemTransform,
         Self::SessionCompacting,
+        Self::TextComplete,
     ];
 
     /// The name as OpenCode spells it.
@@ -96,6 +98,7 @@ impl HookName {
             Self::ChatMessagesTransform => "experimental.chat.messages.transform",
             Self::ChatSystemTransform => "experimental.chat.system.transform",
             Self::SessionCompacting => "experimental.session.compacting",
+            Self::TextComplete => "experimental.text.complete",
         }
     }
 
@@ -231,6 +234,11 @@ pub mod hook {
         /// `experimental.session.compacting`: extra context and an optional replacement prompt.
         SessionCompacting, SessionCompacting, SessionInput, CompactingOutput, session_compacting
     );
+    hook!(
+        /// `experimental.text.complete`: an assistant text part, once the model finished it and
+        /// before it is stored for good.
+        TextComplete, TextComplete, TextCompleteInput, TextCompleteOutput, text_complete
+    );
 }
 
 /// A model as OpenCode names it.
@@ -240,6 +248,15 @@ pub struct ModelRef {
     pub provider_id: String,
     #[serde(rename = "modelID")]
     pub model_id: String,
+}
+
+/// A model's token limits as the catalog knows them (OpenCode's `model.limit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelLimit {
+    /// The context window.
+    pub context: u64,
+    /// The most the model may write in one turn.
+    pub output: u64,
 }
 
 /// The provider turn a chat hook runs for.
@@ -252,6 +269,10 @@ pub struct ChatInput {
     pub message_id: String,
     pub agent: String,
     pub model: ModelRef,
+    /// The model's limits, when the catalog knows them: what a plugin managing the context
+    /// window sizes it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<ModelLimit>,
 }
 
 /// `chat.params` output: `None` leaves the control as it was.
@@ -413,6 +434,23 @@ pub struct SystemOutput {
 pub struct SessionInput {
     #[serde(rename = "sessionID")]
     pub session_id: String,
+}
+
+/// The assistant text part `experimental.text.complete` runs for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextCompleteInput {
+    #[serde(rename = "sessionID")]
+    pub session_id: String,
+    #[serde(rename = "messageID")]
+    pub message_id: String,
+    #[serde(rename = "partID")]
+    pub part_id: String,
+}
+
+/// `experimental.text.complete` output: the part's text as it will be stored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextCompleteOutput {
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -36,6 +36,7 @@ use crate::hooks::PluginEvent;
 use crate::plugin::Plugin;
 use crate::plugin::StartContext;
 use crate::plugin::valid_namespace;
+use crate::side::SideModel;
 
 /// Default limit for one plugin's `start`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -168,6 +169,7 @@ impl PluginHostBuilder {
                 active: RwLock::new(Arc::new(Active::default())),
                 ready: OnceCell::new(),
                 attached: Mutex::new(Attached::default()),
+                side: OnceLock::new(),
             }),
         }
     }
@@ -192,6 +194,8 @@ struct Inner {
     active: RwLock<Arc<Active>>,
     ready: OnceCell<Arc<ReadyReport>>,
     attached: Mutex<Attached>,
+    /// The host's side model, once provided; handed to every plugin that becomes ready.
+    side: OnceLock<Arc<dyn SideModel>>,
 }
 
 /// The ready plugins, in registration order, and per hook the ones implementing it.
@@ -276,6 +280,27 @@ impl PluginHost {
         failures
     }
 
+    /// Gives the host's side model to every ready plugin, and to plugins that become ready later
+    /// (the first one provided stays). A plugin may be handed it more than once.
+    pub fn provide_side_model(&self, model: Arc<dyn SideModel>) {
+        let _first = self.inner.side.set(model);
+        for plugin in &self.active().plugins {
+            self.attach_side(plugin.as_ref());
+        }
+    }
+
+    fn attach_side(&self, plugin: &dyn Plugin) {
+        if let Some(side) = self.inner.side.get() {
+            plugin.attach_side_model(Arc::clone(side));
+        }
+    }
+
+    /// Whether a ready plugin keeps requests inside the context window itself
+    /// ([`Plugin::manages_context`]).
+    pub fn manages_context(&self) -> bool {
+        self.implements(HookName::ChatMessagesTransform) && self.active().plugins.iter().any(|p| p.manages_context())
+    }
+
     /// The `event` hook: delivers a bus event to every ready plugin that listens.
     pub fn event(&self, event: &PluginEvent) {
         if !self.implements(HookName::Event) {
@@ -323,8 +348,9 @@ impl PluginHost {
         }
         let failures = self.contribute(plugin.as_ref());
         let mut plugins = self.active().plugins.clone();
-        plugins.push(plugin);
+        plugins.push(Arc::clone(&plugin));
         self.set_active(plugins);
+        self.attach_side(plugin.as_ref());
         Ok(failures)
     }
 
@@ -433,6 +459,11 @@ impl PluginHost {
             }
         }
         self.set_active(ready);
+        // After activation: a side model provided meanwhile reaches them one way or the other
+        // (attaching twice is harmless).
+        for plugin in &self.active().plugins {
+            self.attach_side(plugin.as_ref());
+        }
         self.observe_config().await;
         Arc::new(ReadyReport { plugins: statuses, elapsed: begun.elapsed() })
     }

@@ -4,7 +4,8 @@
 //!   implements any of OpenCode's hooks (`event`, `config`, `tool`, `auth`, `provider`,
 //!   `chat.message`, `chat.params`, `chat.headers`, `permission.ask`, `tool.execute.before`,
 //!   `tool.execute.after`, `tool.definition`, `shell.env`, `experimental.chat.messages.transform`,
-//!   `experimental.chat.system.transform`, `experimental.session.compacting`), each with a typed
+//!   `experimental.chat.system.transform`, `experimental.session.compacting`,
+//!   `experimental.text.complete`), each with a typed
 //!   input and a mutable typed output ([`hooks`]). [`PluginHost::trigger`] dispatches one through the
 //!   ready plugins.
 //! - **Deterministic order.** Plugins run in registration order, sequentially, each seeing the
@@ -18,6 +19,8 @@
 //!   Context Sources join a System Context Registry under `plugin.<namespace>/<name>` through its
 //!   scoped seam ([`PluginHost::attach_context`]). [`PluginHost::unload`] removes both: the sources
 //!   disappear at the next Safe Provider-Turn Boundary (the next registry load).
+//! - **Side completions** ([`side`]): a host that can talk to models hands every ready plugin a
+//!   [`SideModel`] ([`PluginHost::provide_side_model`]) for one-shot requests on the small model.
 //! - **External plugins** ([`external`]): a program in any language speaking JSON-RPC 2.0 over
 //!   stdio (docs/PLUGINS.md), with per-call timeouts, loaded from `plugin[]` and `.opencode/plugin/`.
 //! - **Provider auth** ([`auth`]): built-in plugins for the GitHub Copilot device-code flow and the
@@ -69,6 +72,7 @@ mod host;
 pub mod loader;
 mod plugin;
 mod seams;
+pub mod side;
 mod turn;
 
 pub use error::PluginError;
@@ -88,3 +92,6 @@ pub use plugin::StartContext;
 pub use plugin::valid_namespace;
 pub use seams::PluginPermissions;
 pub use seams::PluginShellEnv;
+pub use side::SideAnswer;
+pub use side::SideModel;
+pub use side::SideRequest;

@@ -11,6 +11,7 @@ use opencode_tool_registry::Tool;
 
 use crate::auth::AuthProvider;
 use crate::hooks::*;
+use crate::side::SideModel;
 
 /// What a plugin is told when it starts.
 #[derive(Debug, Clone, Default)]
@@ -68,6 +69,21 @@ pub trait Plugin: Send + Sync + 'static {
     fn auth(&self) -> Option<Arc<dyn AuthProvider>> {
         None
     }
+
+    /// Whether this plugin keeps the request inside the model's context window itself (it
+    /// rewrites the history in `experimental.chat.messages.transform`). While a ready plugin says
+    /// so, the runtime skips its proactive compaction (which judges the untransformed history) and
+    /// keeps only the recovery from a provider's context-overflow error, so the built-in
+    /// compaction stays the safety net without second-guessing the plugin. A plugin that failed to
+    /// start is not ready, so the built-in compaction is back in charge.
+    fn manages_context(&self) -> bool {
+        false
+    }
+
+    /// The host's side model, for one-shot requests on the small model out of band. Called once
+    /// the plugin is ready and the host has one (possibly after start-up; possibly more than once,
+    /// with the same model); never called by a host without models.
+    fn attach_side_model(&self, _model: Arc<dyn SideModel>) {}
 
     /// Plugin-defined Context Sources (asked once, after it is ready).
     fn context_sources(&self) -> Vec<PluginSource> {
@@ -135,6 +151,14 @@ pub trait Plugin: Send + Sync + 'static {
     }
 
     fn session_compacting<'a>(&'a self, _input: &'a SessionInput, _output: &'a mut CompactingOutput) -> HookFuture<'a> {
+        none()
+    }
+
+    fn text_complete<'a>(
+        &'a self,
+        _input: &'a TextCompleteInput,
+        _output: &'a mut TextCompleteOutput,
+    ) -> HookFuture<'a> {
         none()
     }
 }

@@ -20,6 +20,8 @@ use crate::hooks::HookName;
 use crate::hooks::MessagesOutput;
 use crate::hooks::SessionInput;
 use crate::hooks::SystemOutput;
+use crate::hooks::TextCompleteInput;
+use crate::hooks::TextCompleteOutput;
 use crate::hooks::ToolAfterInput;
 use crate::hooks::ToolAfterOutput;
 use crate::hooks::ToolBeforeOutput;
@@ -113,6 +115,17 @@ impl PluginHost {
             let extra = system.system.into_iter().filter(|text| !text.trim().is_empty());
             request.system.extend(extra.map(SystemPart::text));
         }
+        failures
+    }
+
+    /// `experimental.text.complete`: may rewrite a finished assistant text part before it is stored.
+    pub async fn apply_text_complete(&self, input: &TextCompleteInput, text: &mut String) -> Vec<HookFailure> {
+        if !self.implements(HookName::TextComplete) {
+            return Vec::new();
+        }
+        let mut output = TextCompleteOutput { text: std::mem::take(text) };
+        let failures = self.trigger::<hook::TextComplete>(input, &mut output).await;
+        *text = output.text;
         failures
     }
 

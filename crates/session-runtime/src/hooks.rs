@@ -18,10 +18,13 @@ use opencode_llm::ToolDefinition;
 use opencode_plugin_host::ChatInput;
 use opencode_plugin_host::ChatMessageInput;
 use opencode_plugin_host::HookName;
+use opencode_plugin_host::ModelLimit;
 use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::PluginEvent;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::SessionInput;
+use opencode_plugin_host::SideModel;
+use opencode_plugin_host::TextCompleteInput;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolCallInput;
 use opencode_session_store::FileData;
@@ -42,6 +45,9 @@ pub struct TurnInfo {
     pub agent: String,
     pub provider: String,
     pub model: String,
+    /// The model's context window and output limit in tokens (0 when unknown).
+    pub context_limit: u64,
+    pub output_limit: u64,
 }
 
 /// Hook points, in the order the runner reaches them in a provider turn.
@@ -53,9 +59,26 @@ pub trait Hooks: Send + Sync {
         false
     }
 
+    /// Whether the hooks keep each request inside the context window themselves (a plugin's
+    /// messages transform manages it): then the runner skips its proactive compaction and keeps
+    /// only the recovery from a provider's context-overflow error.
+    fn manages_context(&self) -> bool {
+        false
+    }
+
+    /// The runtime's side model (one-shot requests on the small model), given once when the
+    /// runtime is built; hooks that have plugins pass it on.
+    fn attach_side_model(&self, _model: Arc<dyn SideModel>) {}
+
     /// A user message about to be written at promotion (OpenCode's `chat.message`): may change its
     /// parts. `turn.message_id` is the new message's id; agent and model are those it runs under.
     fn chat_message<'a>(&'a self, _turn: &'a TurnInfo, _parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// An assistant text part the model finished, before it is stored for good
+    /// (`experimental.text.complete`): may rewrite its text.
+    fn text_complete<'a>(&'a self, _turn: &'a TurnInfo, _part_id: &'a str, _text: &'a mut String) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
 
@@ -124,6 +147,28 @@ impl PluginHooks {
 impl Hooks for PluginHooks {
     fn rewrites_messages(&self) -> bool {
         self.host.implements(HookName::ChatMessage)
+    }
+
+    fn manages_context(&self) -> bool {
+        self.host.manages_context()
+    }
+
+    fn attach_side_model(&self, model: Arc<dyn SideModel>) {
+        self.host.provide_side_model(model);
+    }
+
+    fn text_complete<'a>(&'a self, turn: &'a TurnInfo, part_id: &'a str, text: &'a mut String) -> BoxFuture<'a, ()> {
+        if !self.host.implements(HookName::TextComplete) {
+            return Box::pin(async {});
+        }
+        Box::pin(async move {
+            let input = TextCompleteInput {
+                session_id: turn.session_id.clone(),
+                message_id: turn.message_id.clone(),
+                part_id: part_id.to_owned(),
+            };
+            let _skipped = self.host.apply_text_complete(&input, text).await;
+        })
     }
 
     fn chat_message<'a>(&'a self, turn: &'a TurnInfo, parts: &'a mut Vec<PartKind>) -> BoxFuture<'a, ()> {
@@ -227,6 +272,8 @@ fn chat_input(turn: &TurnInfo) -> ChatInput {
         message_id: turn.message_id.clone(),
         agent: turn.agent.clone(),
         model: ModelRef { provider_id: turn.provider.clone(), model_id: turn.model.clone() },
+        limit: (turn.context_limit > 0)
+            .then_some(ModelLimit { context: turn.context_limit, output: turn.output_limit }),
     }
 }
 

@@ -38,7 +38,7 @@ pub struct Plugins {
 }
 
 impl Plugins {
-    /// The built-in plugins (optional) plus the external ones from `config.plugin` (paths relative to
+    /// The built-in plugins (optional; Magic Context when configured) plus the external ones from `config.plugin` (paths relative to
     /// `directory`) and `directory/.opencode/plugin(s)/`; with `pure`, no external plugin runs (they
     /// are reported as skipped). Reads directories; starts nothing.
     pub fn discover(env: &Env, config: &Config, directory: &Path, pure: bool) -> Self {
@@ -49,6 +49,8 @@ impl Plugins {
         let dirs = [project.join("plugin"), project.join("plugins")];
         let start =
             StartContext { directory: directory.to_path_buf(), worktree: opencode_config::find_worktree(directory) };
+        // Magic Context is built in and off unless the `magic_context` section turns it on.
+        let builder = opencode_magic_context::register(builder, config, &env.paths().data);
         let host = discover(&config.plugin, directory, &dirs, pure)
             .register(builder)
             .start_context(start)

@@ -419,6 +419,7 @@ impl Cached {
             "session.updated" => event.data.get("info").and_then(|info| info.get("revert")).is_none_or(Value::is_null),
             // Events that never change messages or parts.
             "session.created"
+            | "session.diff"
             | "session.error"
             | "session.next.prompt.admitted"
             | "session.next.prompted"

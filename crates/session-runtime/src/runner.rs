@@ -74,6 +74,7 @@ use crate::hooks::TurnInfo;
 use crate::location::Location;
 use crate::progress::LiveProgress;
 use crate::runtime::Inner;
+use crate::snapshots;
 use crate::store::blocking;
 use crate::tools::ToolInvocation;
 use crate::tools::ToolResult;
@@ -172,6 +173,13 @@ struct Streamed {
     finish: Option<FinishReason>,
     error: Option<LlmError>,
     interrupted: bool,
+}
+
+/// The work-tree snapshots of one step: where they are kept (`None` outside git or with config
+/// `snapshot: false`) and the tree before the step.
+pub(crate) struct StepSnapshot {
+    snapshots: Option<opencode_snapshot::Snapshots>,
+    before: Option<String>,
 }
 
 impl Runner {
@@ -340,8 +348,10 @@ impl Runner {
             let mut request = self.request(location, agent, model, &epoch.baseline, projected.messages, last_step);
             let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
+            let managed = self.inner.hooks.as_ref().is_some_and(|hooks| hooks.manages_context());
             if self.inner.compaction.auto
                 && !compacted
+                && !managed
                 && self.inner.compaction.overflows(estimate, model.info.limit.context, output)
             {
                 compacted = true;
@@ -350,13 +360,15 @@ impl Runner {
                 }
             }
             attempt += 1;
-            let message = self.begin_assistant(agent, model, projected.parent.clone()).await?;
+            let (message, step) = self.begin_assistant(agent, model, projected.parent.clone()).await?;
             let turn = TurnInfo {
                 session_id: self.session_id.clone(),
                 message_id: message.id.clone(),
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             if let Some(hooks) = &self.inner.hooks {
                 hooks.tool_definitions(&turn, &mut request.tools).await;
@@ -365,11 +377,12 @@ impl Runner {
             }
             let streamed = self.stream(location, agent, model, &message, &turn, &request).await?;
             if streamed.interrupted {
-                self.finish_assistant(message, model, &streamed, Some(aborted("Provider turn interrupted"))).await?;
+                self.finish_assistant(message, model, &streamed, Some(aborted("Provider turn interrupted")), step)
+                    .await?;
                 return Err(Stop::Interrupted);
             }
             let Some(error) = streamed.error.clone() else {
-                self.finish_assistant(message, model, &streamed, None).await?;
+                self.finish_assistant(message, model, &streamed, None, step).await?;
                 return Ok(streamed.local_calls > 0 && !streamed.declined);
             };
             if !streamed.output_started && error.is_context_overflow() && !recovered {
@@ -387,7 +400,7 @@ impl Runner {
                 self.retry_wait(attempt, wait, &error).await?;
                 continue;
             }
-            self.finish_assistant(message, model, &streamed, Some(api_error(&error))).await?;
+            self.finish_assistant(message, model, &streamed, Some(api_error(&error)), step).await?;
             return Err(Stop::Failed(RuntimeError::Provider(error)));
         }
     }
@@ -473,7 +486,10 @@ impl Runner {
                 }
                 LlmEvent::TextEnd { id, provider_metadata } => {
                     let metadata = provider_metadata.map(|m| json!({"providerMetadata": m}));
-                    if let Some(part) = parts.close(&id, metadata) {
+                    if let Some(mut part) = parts.close(&id, metadata) {
+                        if let (Some(hooks), PartKind::Text { text, .. }) = (&self.inner.hooks, &mut part.kind) {
+                            hooks.text_complete(turn, &part.id, text).await;
+                        }
                         self.stage(part).await?;
                     }
                 }
@@ -705,6 +721,8 @@ impl Runner {
                 agent: agent.name.clone(),
                 provider: model.resolved.provider.clone(),
                 model: model.resolved.model.clone(),
+                context_limit: model.info.limit.context,
+                output_limit: model.info.limit.output,
             };
             let mut kinds = prompt.parts();
             hooks.chat_message(&turn, &mut kinds).await;
@@ -768,15 +786,19 @@ impl Runner {
         Ok(last.is_some_and(|(provider, id)| provider != model.resolved.provider || id != model.resolved.model))
     }
 
-    /// Writes a new assistant message for this turn (with its step-start part).
+    /// Writes a new assistant message for this turn (with its step-start part, which records the
+    /// work tree's snapshot before the step).
     async fn begin_assistant(
         &self,
         agent: &Agent,
         model: &TurnModel,
         parent: Option<String>,
-    ) -> Flow<AssistantMessage> {
+    ) -> Flow<(AssistantMessage, StepSnapshot)> {
         let parent = parent.unwrap_or_default();
-        let location = self.session().await?.directory;
+        let session = self.session().await?;
+        let snapshots = self.inner.snapshots(&session);
+        let before = snapshots::track(snapshots.as_ref()).await;
+        let location = session.directory;
         let message = AssistantMessage {
             id: id::ascending(IdKind::Message),
             session_id: self.session_id.clone(),
@@ -795,7 +817,7 @@ impl Runner {
             variant: None,
             finish: None,
         };
-        let step = new_part(&self.session_id, &message.id, PartKind::StepStart { snapshot: None });
+        let step = new_part(&self.session_id, &message.id, PartKind::StepStart { snapshot: before.clone() });
         let store = Arc::clone(&self.inner.store);
         let info = MessageInfo::Assistant(message.clone());
         blocking(move || {
@@ -805,18 +827,33 @@ impl Runner {
             })
         })
         .await?;
-        Ok(message)
+        Ok((message, StepSnapshot { snapshots, before }))
     }
 
-    /// Completes the assistant message: step-finish part, usage and cost, finish or error; then
-    /// flushes (fsync) before the step is reported finished.
+    /// Completes the assistant message: step-finish part (with the work tree's snapshot after the
+    /// step), a patch part when the step changed files, usage and cost, finish or error; then
+    /// flushes (fsync) before the step is reported finished. A step that changed files updates the
+    /// turn's and the session's diffs.
     async fn finish_assistant(
         &self,
         mut message: AssistantMessage,
         model: &TurnModel,
         streamed: &Streamed,
         error: Option<MessageError>,
+        snapshot: StepSnapshot,
     ) -> Flow<()> {
+        // A step that ran no tool changed no file: it ends on the tree it began with (one git
+        // call fewer on the turn's last, answering step).
+        let after = match streamed.local_calls {
+            0 => snapshot.before.clone(),
+            _ => snapshots::track(snapshot.snapshots.as_ref()).await,
+        };
+        let changed = match (&after, &snapshot.before) {
+            (Some(after), Some(before)) if after != before => {
+                snapshots::changed_files(snapshot.snapshots.as_ref(), Some(before)).await
+            }
+            _ => Vec::new(),
+        };
         let usage = streamed.usage.clone().unwrap_or_default();
         let tokens = tokens(&usage);
         let cost = model.info.cost.as_ref().map_or(0.0, |prices| opencode_catalog::cost::cost(prices, &usage));
@@ -828,9 +865,16 @@ impl Runner {
             new_part(
                 &self.session_id,
                 &message.id,
-                PartKind::StepFinish { reason: reason.clone(), snapshot: None, cost, tokens },
+                PartKind::StepFinish { reason: reason.clone(), snapshot: after.clone(), cost, tokens },
             )
         });
+        let patch = match (&snapshot.before, changed.is_empty()) {
+            (Some(before), false) => {
+                Some(new_part(&self.session_id, &message.id, PartKind::Patch { hash: before.clone(), files: changed }))
+            }
+            _ => None,
+        };
+        let summarize = patch.is_some().then(|| (message.parent_id.clone(), after.clone()));
         message.cost = cost;
         message.tokens = tokens;
         message.finish = Some(reason);
@@ -842,12 +886,19 @@ impl Runner {
                 if let Some(step) = &step {
                     tx.upsert_part(step)?;
                 }
+                if let Some(patch) = &patch {
+                    tx.upsert_part(patch)?;
+                }
                 tx.upsert_message(&MessageInfo::Assistant(message))?;
                 Ok(())
             })?;
             store.flush()
         })
         .await?;
+        if let (Some((user, Some(after))), Some(snapshots)) = (summarize, snapshot.snapshots) {
+            let store = Arc::clone(&self.inner.store);
+            snapshots::summarize(store, snapshots, self.session_id.clone(), user, after).await;
+        }
         Ok(())
     }
 

@@ -246,6 +246,7 @@ impl RuntimeBuilder {
             bus: EventBus::new(self.options.event_capacity),
             coordinator: Coordinator::default(),
             history: HistoryCache::new(self.options.memory.history_budget),
+            snapshot_root: self.paths.data.join("snapshot"),
             options: self.options,
         });
         let weak = Arc::downgrade(&inner);
@@ -258,6 +259,9 @@ impl RuntimeBuilder {
             }
         }));
         crate::memory::start_sweep(&inner);
+        if let Some(hooks) = &inner.hooks {
+            hooks.attach_side_model(Arc::new(crate::side::RuntimeSideModel(Arc::downgrade(&inner))));
+        }
         SessionRuntime { inner }
     }
 }
@@ -352,6 +356,12 @@ impl SessionRuntime {
             })
         })
         .await
+    }
+
+    /// The work-tree snapshots of `session` (what undo puts files back from): `None` outside a git
+    /// work tree or with config `snapshot: false`.
+    pub fn snapshots(&self, session: &Session) -> Option<opencode_snapshot::Snapshots> {
+        self.inner.snapshots(session)
     }
 
     /// Admits one prompt durably, then schedules an advisory wake unless `admit_only`.
@@ -650,6 +660,8 @@ pub(crate) struct Inner {
     pub(crate) options: RuntimeOptions,
     /// Projected history per session, maintained from committed events.
     pub(crate) history: HistoryCache,
+    /// Where the work-tree snapshots live, one repository per project (`<data>/snapshot`).
+    pub(crate) snapshot_root: PathBuf,
 }
 
 impl Inner {

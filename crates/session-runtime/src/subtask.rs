@@ -179,6 +179,9 @@ pub(crate) async fn execute(
         agent: subtask.agent.clone(),
         provider: user.model.provider_id.clone(),
         model: user.model.model_id.clone(),
+        // Tool hooks only: no provider turn, so no limits to tell.
+        context_limit: 0,
+        output_limit: 0,
     };
     if let Some(hooks) = &inner.hooks {
         hooks.tool_before(&turn, &mut call).await;

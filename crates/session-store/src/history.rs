@@ -279,6 +279,44 @@ impl Reader<'_> {
         Ok(page.messages.into_iter().rev().find(|m| matches!(m.info, MessageInfo::Assistant(_))))
     }
 
+    /// The work-tree snapshot the session's first step started from, or (with `after`) the first
+    /// step after message `after` (the turn answering that user message).
+    pub fn first_step_snapshot(&self, session_id: &str, after: Option<&str>) -> Result<Option<String>> {
+        let from = match after {
+            Some(message) => self.message_seq(message)?.unwrap_or(i64::MAX),
+            None => -1,
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT data FROM part WHERE session_id = ?1 AND message_seq > ?2 AND type = 'step-start' \
+             ORDER BY message_seq, position",
+        )?;
+        let rows = stmt.query_map(rusqlite::params![session_id, from], |r| r.get::<_, String>(0))?;
+        for data in rows {
+            let data: serde_json::Value = serde_json::from_str(&data?).map_err(StoreError::decode("part"))?;
+            if let Some(snapshot) = data["snapshot"].as_str() {
+                return Ok(Some(snapshot.to_owned()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The `patch` parts of the session from message `from` on, oldest first: `(tree before, files)`.
+    pub fn patches_from(&self, session_id: &str, from: &str) -> Result<Vec<(String, Vec<String>)>> {
+        let Some(seq) = self.message_seq(from)? else { return Ok(Vec::new()) };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT data FROM part WHERE session_id = ?1 AND message_seq >= ?2 AND type = 'patch' \
+             ORDER BY message_seq, position",
+        )?;
+        let rows = stmt.query_map(rusqlite::params![session_id, seq], |r| r.get::<_, String>(0))?;
+        let mut patches = Vec::new();
+        for data in rows {
+            let data: serde_json::Value = serde_json::from_str(&data?).map_err(StoreError::decode("part"))?;
+            let files = data["files"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(str::to_owned));
+            patches.push((data["hash"].as_str().unwrap_or_default().to_owned(), files.collect()));
+        }
+        Ok(patches)
+    }
+
     /// The projected history a provider turn sees, paged backwards like [`Reader::messages`]: messages from
     /// the active epoch's compaction boundary on, without Mid-Conversation System Messages of earlier
     /// epochs, and without messages hidden by a staged revert.

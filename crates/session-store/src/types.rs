@@ -234,7 +234,7 @@ pub struct UserMessage {
     pub tools: Option<BTreeMap<String, bool>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct UserSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,

@@ -8,7 +8,9 @@ use crossterm::event::KeyCode;
 use crossterm::event::KeyEvent;
 use crossterm::event::KeyModifiers;
 use opencode_client::Agent;
+use opencode_client::CommandInfo;
 use opencode_client::Event;
+use opencode_client::FileDiff;
 use opencode_client::Message;
 use opencode_client::ModelRef;
 use opencode_client::PartKind;
@@ -20,6 +22,8 @@ use opencode_client::Session;
 use opencode_client::SessionStatus;
 
 use crate::input::Input;
+use crate::keys::Action;
+use crate::keys::Keymap;
 use crate::theme::Theme;
 use crate::transcript;
 use crate::transcript::Transcript;
@@ -28,18 +32,23 @@ use crate::transcript::Transcript;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     LoadSessions,
+    LoadCommands,
     LoadAgents,
     LoadProviders,
     LoadPermissions,
     /// Files of the directory matching the `@` word being typed.
     FindFiles(String),
     OpenSession(String),
+    /// Opens the newest child session (a subagent's `task`) of the session, if it has one.
+    OpenChild(String),
     /// Creates a session first when `session` is `None`.
     Prompt {
         session: Option<String>,
         text: String,
         agent: Option<String>,
         model: Option<ModelRef>,
+        /// The model's variant chosen with ctrl+t.
+        variant: Option<String>,
         /// Files mentioned with `@` (completed from the directory), sent as file parts.
         files: Vec<String>,
     },
@@ -64,6 +73,22 @@ pub enum Command {
         provider: String,
         model: String,
     },
+    /// A configured command (`/name arguments`), expanded and run by the server.
+    RunCommand {
+        session: Option<String>,
+        name: String,
+        arguments: String,
+        agent: String,
+        model: Option<ModelRef>,
+    },
+    /// Switches to theme `name` and keeps the choice in `tui.json`.
+    SetTheme(String),
+    /// Edits the prompt in `$VISUAL` / `$EDITOR` (the terminal is handed over until it exits).
+    Editor(String),
+    /// Writes the session's transcript as markdown to a file in the current directory.
+    Export(String),
+    /// Puts text on the clipboard through the terminal (OSC 52: works over SSH and without xclip).
+    Copy(String),
 }
 
 /// Everything that can change the state.
@@ -76,6 +101,7 @@ pub enum Msg {
     Reconnected,
     Sessions(Vec<Session>),
     Agents(Vec<Agent>),
+    Commands(Vec<CommandInfo>),
     Providers(Providers),
     Permissions(Vec<PermissionRequest>),
     /// Files matching `query` (an `@` completion).
@@ -83,9 +109,13 @@ pub enum Msg {
         query: String,
         files: Vec<String>,
     },
+    /// The prompt as the external editor left it.
+    Edited(String),
     /// A session and its messages (opened, or just created for a prompt).
     Opened(Session, Vec<Message>),
     Failed(String),
+    /// Something done that the status line reports (a file written).
+    Notice(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +134,19 @@ pub enum Overlay {
     Models {
         selected: usize,
     },
+    /// Every command, filtered by what is typed (ctrl+p).
+    Palette {
+        query: String,
+        selected: usize,
+    },
+    /// The themes found (`system` and the theme files).
+    Themes {
+        selected: usize,
+    },
+    /// The primary agents (Tab cycles the same list).
+    Agents {
+        selected: usize,
+    },
     Help,
 }
 
@@ -114,6 +157,31 @@ pub struct Completion {
     pub files: Vec<String>,
     pub selected: usize,
 }
+
+/// The commands the TUI runs itself, with what they do (the `/` menu lists them first).
+pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
+    ("new", "start a new session"),
+    ("sessions", "switch session"),
+    ("models", "choose the model"),
+    ("agents", "choose the agent"),
+    ("compact", "compact the history"),
+    ("undo", "undo the last prompt"),
+    ("redo", "restore what undo removed"),
+    ("copy", "copy the last answer"),
+    ("editor", "write the prompt in $EDITOR"),
+    ("export", "save the transcript as markdown"),
+    ("sidebar", "show or hide the sidebar"),
+    ("thinking", "show or hide reasoning"),
+    ("themes", "choose the colours"),
+    ("help", "keys and commands"),
+    ("exit", "quit"),
+];
+
+/// Rows one wheel step (or Up/Down on a one-line prompt) scrolls.
+pub const WHEEL_ROWS: usize = 3;
+
+/// Terminal width from which the sidebar shows unless the user hid it.
+pub const SIDEBAR_MIN_WIDTH: u16 = 120;
 
 pub struct App {
     pub theme: Theme,
@@ -131,8 +199,14 @@ pub struct App {
     /// The agent to select once the agents are known (`--agent`).
     pub preferred_agent: Option<String>,
     pub providers: Providers,
+    /// The configured commands (`/name` runs them).
+    pub commands: Vec<CommandInfo>,
+    /// The highlighted entry of the `/` menu.
+    pub slash_selected: usize,
     /// The model chosen in the picker (or with `--model`) for the next prompts.
     pub model_choice: Option<ModelRef>,
+    /// The model's variant for the next prompts (ctrl+t cycles them; `None` is the default).
+    pub variant: Option<String>,
     pub completion: Option<Completion>,
     /// Paths accepted from the `@` popup since the last prompt.
     mentions: Vec<String>,
@@ -150,6 +224,19 @@ pub struct App {
     pub notice: Option<String>,
     /// Prompts typed while disconnected, sent once the server is back.
     pub queued: Vec<Command>,
+    /// The sidebar shown or hidden by the user; `None` leaves it to the width (shown from
+    /// [`SIDEBAR_MIN_WIDTH`] columns).
+    pub sidebar: Option<bool>,
+    /// The terminal's width at the last frame (the sidebar's default depends on it).
+    pub last_width: u16,
+    /// The files the session changed (its user messages' diffs, then `session.diff`).
+    pub diff: Vec<FileDiff>,
+    /// The session's todo list (`todo.updated`).
+    pub todos: Vec<serde_json::Value>,
+    /// The themes the user can choose (ctrl+x t).
+    pub theme_names: Vec<String>,
+    /// What each key does (OpenCode's defaults, `tui.json` `keybinds` over them).
+    pub keymap: Keymap,
     leader: bool,
     pub quit: bool,
 }
@@ -170,7 +257,10 @@ impl App {
             agent: 0,
             preferred_agent: None,
             providers: Providers::default(),
+            commands: Vec::new(),
+            slash_selected: 0,
             model_choice: None,
+            variant: None,
             completion: None,
             mentions: Vec::new(),
             undone: None,
@@ -182,6 +272,12 @@ impl App {
             options: transcript::Options::default(),
             notice: None,
             queued: Vec::new(),
+            sidebar: None,
+            last_width: 0,
+            diff: Vec::new(),
+            todos: Vec::new(),
+            theme_names: vec!["system".to_owned()],
+            keymap: Keymap::default(),
             leader: false,
             quit: false,
         }
@@ -189,8 +285,13 @@ impl App {
 
     /// The calls to make at start: what the screens need, and the session to show.
     pub fn start(&mut self, session: Option<String>) -> Vec<Command> {
-        let mut commands =
-            vec![Command::LoadAgents, Command::LoadProviders, Command::LoadSessions, Command::LoadPermissions];
+        let mut commands = vec![
+            Command::LoadAgents,
+            Command::LoadProviders,
+            Command::LoadCommands,
+            Command::LoadSessions,
+            Command::LoadPermissions,
+        ];
         commands.extend(session.map(Command::OpenSession));
         commands
     }
@@ -228,6 +329,10 @@ impl App {
                 self.providers = providers;
                 Vec::new()
             }
+            Msg::Commands(commands) => {
+                self.commands = commands;
+                Vec::new()
+            }
             Msg::Permissions(permissions) => {
                 self.permissions = permissions;
                 Vec::new()
@@ -239,11 +344,15 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::Edited(text) => {
+                self.input.set(text.trim_end_matches('\n'));
+                Vec::new()
+            }
             Msg::Opened(session, messages) => {
                 self.open(session, messages);
                 Vec::new()
             }
-            Msg::Failed(message) => {
+            Msg::Failed(message) | Msg::Notice(message) => {
                 self.notice = Some(message);
                 Vec::new()
             }
@@ -255,9 +364,11 @@ impl App {
         if !same {
             self.scroll = 0;
             self.busy = false;
+            self.todos.clear();
         }
         self.session = Some(session);
         self.messages = messages;
+        self.diff = turn_diffs(&self.messages);
         for message in &self.messages {
             let revision = self.next_revision;
             self.next_revision += 1;
@@ -295,6 +406,8 @@ impl App {
         }
         match &event {
             Event::SessionUpdated(session) => self.session = Some(session.clone()),
+            Event::SessionDiff { diff, .. } => self.diff = diff.clone(),
+            Event::TodoUpdated { todos, .. } => self.todos = todos.clone(),
             Event::SessionStatus { status, .. } => self.busy = *status != SessionStatus::Idle,
             Event::SessionIdle { .. } => self.busy = false,
             Event::SessionError { error, .. } => {
@@ -355,7 +468,8 @@ impl App {
 
     /// Context tokens of the last answer and the model's context limit.
     pub fn context(&self) -> (u64, Option<u64>, f64) {
-        let cost = self.messages.iter().filter_map(|m| m.info.cost).sum();
+        // Summed from +0.0: an empty sum of floats is -0.0, shown as "$-0.00".
+        let cost = self.messages.iter().filter_map(|m| m.info.cost).fold(0.0, |sum, cost| sum + cost);
         let used = self
             .messages
             .iter()
@@ -371,22 +485,27 @@ impl App {
 
     fn key(&mut self, key: KeyEvent) -> Vec<Command> {
         self.notice = None;
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') && self.input.is_empty() || ctrl && key.code == KeyCode::Char('d') {
-            self.quit = true;
+        let after_leader = std::mem::take(&mut self.leader);
+        if !after_leader && self.keymap.is_leader(key) {
+            self.leader = true;
             return Vec::new();
         }
-        if self.leader {
-            self.leader = false;
-            return self.leader_key(key);
+        let action = self.keymap.action(key, after_leader);
+        if let Some(action) = action.filter(|action| after_leader || action.global()) {
+            return self.act(action);
         }
-        if ctrl && key.code == KeyCode::Char('x') {
-            self.leader = true;
+        if after_leader {
             return Vec::new();
         }
         match &self.overlay {
             Overlay::Sessions { selected } => return self.sessions_key(key, *selected),
             Overlay::Models { selected } => return self.models_key(key, *selected),
+            Overlay::Agents { selected } => return self.agents_key(key, *selected),
+            Overlay::Themes { selected } => return self.themes_key(key, *selected),
+            Overlay::Palette { query, selected } => {
+                let (query, selected) = (query.clone(), *selected);
+                return self.palette_key(key, query, selected);
+            }
             Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Vec::new();
@@ -399,24 +518,22 @@ impl App {
         if self.completion.is_some() && self.completion_key(key) {
             return Vec::new();
         }
+        if let Some(commands) = self.slash_menu_key(key) {
+            return commands;
+        }
+        if let Some(action) = action {
+            return self.act(action);
+        }
         match key.code {
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.input.insert('\n'),
             KeyCode::Enter => return self.submit(),
-            KeyCode::Esc => {
-                if self.busy
-                    && let Some(session) = &self.session
-                {
-                    return vec![Command::Abort(session.id.clone())];
-                }
-            }
-            KeyCode::Tab | KeyCode::BackTab if !self.agents.is_empty() => {
-                let n = self.agents.len();
-                self.agent = if key.code == KeyCode::Tab { (self.agent + 1) % n } else { (self.agent + n - 1) % n };
-            }
-            KeyCode::PageUp => self.scroll += 10,
-            KeyCode::PageDown => self.scroll = self.scroll.saturating_sub(10),
+            // The mouse wheel arrives as Up/Down (the terminal's alternate-scroll mode), so native
+            // selection keeps working; a one-line prompt has no use for them.
+            KeyCode::Up if !self.input.text().contains('\n') => self.scroll += WHEEL_ROWS,
+            KeyCode::Down if !self.input.text().contains('\n') => self.scroll = self.scroll.saturating_sub(WHEEL_ROWS),
             _ => {
                 self.input.key(key);
+                self.slash_selected = 0;
                 return self.complete();
             }
         }
@@ -465,6 +582,29 @@ impl App {
         true
     }
 
+    /// The current model's variants, as `/config/providers` lists them.
+    pub fn variants(&self) -> Vec<String> {
+        let Some((provider, model)) = self.model() else { return Vec::new() };
+        let provider = self.providers.providers.iter().find(|p| p.id == provider);
+        let variants = provider.and_then(|p| p.models.get(&model)).and_then(|m| m.get("variants"));
+        variants.and_then(|v| v.as_object()).map(|v| v.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    /// The next variant of the model, after the last back to its default.
+    fn cycle_variant(&mut self) {
+        let variants = self.variants();
+        if variants.is_empty() {
+            self.notice = Some("this model has no variants".to_owned());
+            return;
+        }
+        let next = match &self.variant {
+            None => variants.first().cloned(),
+            Some(current) => variants.iter().skip_while(|v| *v != current).nth(1).cloned(),
+        };
+        self.notice = Some(format!("variant: {}", next.as_deref().unwrap_or("default")));
+        self.variant = next;
+    }
+
     /// Every model of every provider, as `(provider, model)`, in the providers' order.
     pub fn models(&self) -> Vec<(String, String)> {
         self.providers.providers.iter().flat_map(|p| p.models.keys().map(|m| (p.id.clone(), m.clone()))).collect()
@@ -481,6 +621,8 @@ impl App {
                 self.overlay = Overlay::None;
                 if let Some((provider, model)) = models.get(selected) {
                     self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
+                    // Variants belong to a model.
+                    self.variant = None;
                 }
             }
             KeyCode::Esc => self.overlay = Overlay::None,
@@ -489,19 +631,180 @@ impl App {
         Vec::new()
     }
 
-    fn leader_key(&mut self, key: KeyEvent) -> Vec<Command> {
+    /// What a bound key does.
+    fn act(&mut self, action: Action) -> Vec<Command> {
+        match action {
+            // With a prompt typed, ctrl+c clears it first (as OpenCode does); empty, it quits.
+            Action::AppExit if !self.input.is_empty() => drop(self.input.take()),
+            Action::AppExit => self.quit = true,
+            Action::AppHelp => self.overlay = Overlay::Help,
+            Action::CommandList => self.overlay = Overlay::Palette { query: String::new(), selected: 0 },
+            Action::SessionNew => self.new_session(),
+            Action::SessionList => self.overlay = Overlay::Sessions { selected: 0 },
+            Action::SessionCompact => return self.compact(),
+            Action::SessionExport => return self.export(),
+            Action::SessionInterrupt => match &self.session {
+                Some(session) if self.busy => return vec![Command::Abort(session.id.clone())],
+                _ => {}
+            },
+            Action::SessionChildCycle => {
+                if let Some(session) = &self.session {
+                    return vec![Command::OpenChild(session.id.clone())];
+                }
+            }
+            Action::SessionParent => match self.session.as_ref().and_then(|s| s.parent_id.clone()) {
+                Some(parent) => return vec![Command::OpenSession(parent)],
+                None => self.notice = Some("this is not a subagent's session".to_owned()),
+            },
+            Action::ModelList => self.overlay = Overlay::Models { selected: 0 },
+            Action::VariantCycle => self.cycle_variant(),
+            Action::AgentList => self.overlay = Overlay::Agents { selected: self.agent },
+            Action::AgentCycle | Action::AgentCycleReverse if !self.agents.is_empty() => {
+                let n = self.agents.len();
+                let step = if action == Action::AgentCycle { 1 } else { n - 1 };
+                self.agent = (self.agent + step) % n;
+            }
+            Action::AgentCycle | Action::AgentCycleReverse => {}
+            Action::ThemeList => self.overlay = Overlay::Themes { selected: 0 },
+            Action::SidebarToggle => self.toggle_sidebar(),
+            Action::EditorOpen => return vec![Command::Editor(self.input.text().to_owned())],
+            Action::MessagesCopy => return self.copy_answer(),
+            Action::MessagesUndo => return self.undo(),
+            Action::MessagesRedo => return self.redo(),
+            Action::MessagesPageUp => self.scroll += 10,
+            Action::MessagesPageDown => self.scroll = self.scroll.saturating_sub(10),
+        }
+        Vec::new()
+    }
+
+    /// The palette's entries for `query`: every built-in and configured command whose name or
+    /// description contains it (any case), as `(name, description)`.
+    pub fn palette(&self, query: &str) -> Vec<(String, String)> {
+        let query = query.to_lowercase();
+        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
+        BUILT_IN_COMMANDS
+            .iter()
+            .copied()
+            .chain(configured)
+            .filter(|(name, description)| {
+                name.to_lowercase().contains(&query) || description.to_lowercase().contains(&query)
+            })
+            .map(|(name, description)| (name.to_owned(), description.to_owned()))
+            .collect()
+    }
+
+    fn palette_key(&mut self, key: KeyEvent, mut query: String, selected: usize) -> Vec<Command> {
+        let entries = self.palette(&query);
+        let selected = match key.code {
+            KeyCode::Up => selected.saturating_sub(1),
+            KeyCode::Down => (selected + 1).min(entries.len().saturating_sub(1)),
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                return match entries.get(selected) {
+                    Some((name, _)) => self.slash(&name.clone()),
+                    None => Vec::new(),
+                };
+            }
+            KeyCode::Esc => {
+                self.overlay = Overlay::None;
+                return Vec::new();
+            }
+            KeyCode::Backspace => {
+                query.pop();
+                0
+            }
+            KeyCode::Char(c) => {
+                query.push(c);
+                0
+            }
+            _ => selected,
+        };
+        self.overlay = Overlay::Palette { query, selected };
+        Vec::new()
+    }
+
+    fn themes_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let last = self.theme_names.len().saturating_sub(1);
         match key.code {
-            KeyCode::Char('n') => self.new_session(),
-            KeyCode::Char('l') => self.overlay = Overlay::Sessions { selected: 0 },
-            KeyCode::Char('m') => self.overlay = Overlay::Models { selected: 0 },
-            KeyCode::Char('u') => return self.undo(),
-            KeyCode::Char('r') => return self.redo(),
-            KeyCode::Char('c') => return self.compact(),
-            KeyCode::Char('h') => self.overlay = Overlay::Help,
-            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Up => self.overlay = Overlay::Themes { selected: selected.saturating_sub(1) },
+            KeyCode::Down => self.overlay = Overlay::Themes { selected: (selected + 1).min(last) },
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if let Some(name) = self.theme_names.get(selected) {
+                    return vec![Command::SetTheme(name.clone())];
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Uses `theme` from the next frame on (every cached line is rendered again in its colours).
+    pub fn set_theme(&mut self, theme: Theme) {
+        self.theme = theme;
+        self.transcript = Transcript::default();
+    }
+
+    fn agents_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
+        let last = self.agents.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Up => self.overlay = Overlay::Agents { selected: selected.saturating_sub(1) },
+            KeyCode::Down => self.overlay = Overlay::Agents { selected: (selected + 1).min(last) },
+            KeyCode::Enter => {
+                self.overlay = Overlay::None;
+                if selected < self.agents.len() {
+                    self.agent = selected;
+                }
+            }
+            KeyCode::Esc => self.overlay = Overlay::None,
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Whether the sidebar shows at `width` columns.
+    pub fn sidebar_shown(&self, width: u16) -> bool {
+        self.sidebar.unwrap_or(width >= SIDEBAR_MIN_WIDTH)
+    }
+
+    /// Hides the sidebar if it shows at the last frame's width, shows it otherwise.
+    fn toggle_sidebar(&mut self) {
+        self.sidebar = Some(!self.sidebar_shown(self.last_width));
+    }
+
+    fn export(&mut self) -> Vec<Command> {
+        match &self.session {
+            Some(session) => vec![Command::Export(session.id.clone())],
+            None => {
+                self.notice = Some("nothing to export yet".to_owned());
+                Vec::new()
+            }
+        }
+    }
+
+    /// The last answer's text to the clipboard.
+    fn copy_answer(&mut self) -> Vec<Command> {
+        let answer = self.visible().iter().rev().find(|m| m.info.role == Role::Assistant).map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| match &p.kind {
+                    PartKind::Text { text, synthetic } if synthetic != &Some(true) => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        });
+        match answer.filter(|text| !text.trim().is_empty()) {
+            Some(text) => {
+                self.notice = Some("answer sent to the terminal's clipboard (OSC 52)".to_owned());
+                vec![Command::Copy(text)]
+            }
+            None => {
+                self.notice = Some("no answer to copy yet".to_owned());
+                Vec::new()
+            }
+        }
     }
 
     fn sessions_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
@@ -570,6 +873,7 @@ impl App {
                 text: text.trim_end().to_owned(),
                 agent: Some(self.agent_name().to_owned()),
                 model: self.model_choice.clone(),
+                variant: self.variant.clone(),
                 files: std::mem::take(&mut self.mentions)
                     .into_iter()
                     .filter(|file| text.contains(&format!("@{file}")))
@@ -585,19 +889,76 @@ impl App {
     }
 
     fn slash(&mut self, command: &str) -> Vec<Command> {
-        match command {
+        let (name, arguments) = command.split_once(char::is_whitespace).unwrap_or((command, ""));
+        match name {
             "new" | "clear" => self.new_session(),
             "sessions" | "resume" | "continue" => self.overlay = Overlay::Sessions { selected: 0 },
             "models" => self.overlay = Overlay::Models { selected: 0 },
+            "agents" => self.overlay = Overlay::Agents { selected: self.agent },
+            "sidebar" => self.toggle_sidebar(),
+            "themes" => self.overlay = Overlay::Themes { selected: 0 },
+            "copy" => return self.copy_answer(),
+            "editor" => return vec![Command::Editor(arguments.to_owned())],
+            "export" => return self.export(),
             "undo" => return self.undo(),
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
             "thinking" => self.options.thinking = !self.options.thinking,
             "help" => self.overlay = Overlay::Help,
             "exit" | "quit" | "q" => self.quit = true,
-            other => self.notice = Some(format!("unknown command /{other} (/help lists them)")),
+            _ => {
+                if self.commands.iter().any(|c| c.name == name) {
+                    return vec![Command::RunCommand {
+                        session: self.session.as_ref().map(|s| s.id.clone()),
+                        name: name.to_owned(),
+                        arguments: arguments.trim().to_owned(),
+                        agent: self.agent_name().to_owned(),
+                        model: self.model_choice.clone(),
+                    }];
+                }
+                self.notice = Some(format!("unknown command /{name} (/help lists them)"));
+            }
         }
         Vec::new()
+    }
+
+    /// The `/` menu while a command name is typed at the start of the prompt: the built-in and the
+    /// configured commands whose name starts with what is typed, as `(name, description)`.
+    pub fn slash_menu(&self) -> Vec<(String, String)> {
+        let text = self.input.text();
+        let Some(typed) = text.strip_prefix('/') else { return Vec::new() };
+        if typed.contains(char::is_whitespace) || !self.input.at_end() {
+            return Vec::new();
+        }
+        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
+        BUILT_IN_COMMANDS
+            .iter()
+            .copied()
+            .chain(configured)
+            .filter(|(name, _)| name.starts_with(typed))
+            .map(|(name, description)| (name.to_owned(), description.to_owned()))
+            .collect()
+    }
+
+    /// Keys the `/` menu takes: moving, completing (tab), running (enter), closing (esc).
+    fn slash_menu_key(&mut self, key: KeyEvent) -> Option<Vec<Command>> {
+        let menu = self.slash_menu();
+        if menu.is_empty() {
+            return None;
+        }
+        let selected = self.slash_selected.min(menu.len() - 1);
+        match key.code {
+            KeyCode::Up => self.slash_selected = selected.saturating_sub(1),
+            KeyCode::Down => self.slash_selected = (selected + 1).min(menu.len() - 1),
+            KeyCode::Tab => self.input.set(&format!("/{} ", menu[selected].0)),
+            KeyCode::Enter => {
+                self.input.set(&format!("/{}", menu[selected].0));
+                return Some(self.submit());
+            }
+            KeyCode::Esc => self.input.set(""),
+            _ => return None,
+        }
+        Some(Vec::new())
     }
 
     fn new_session(&mut self) {
@@ -651,6 +1012,59 @@ impl App {
         };
         vec![Command::Compact { session: session.id.clone(), provider, model }]
     }
+}
+
+/// A session's transcript as markdown: each prompt and answer, tool calls with their input and
+/// output (what `/export` writes).
+pub fn transcript_markdown(session: &Session, messages: &[Message]) -> String {
+    let mut out = format!("# {}\n\n", session.title);
+    for message in messages {
+        let heading = match message.info.role {
+            Role::User => "## User".to_owned(),
+            Role::Assistant => {
+                let agent = message.info.agent.as_deref().unwrap_or("assistant");
+                match &message.info.model_id {
+                    Some(model) => format!("## Assistant ({agent} · {model})"),
+                    None => format!("## Assistant ({agent})"),
+                }
+            }
+            Role::Other => continue,
+        };
+        out.push_str(&heading);
+        out.push_str("\n\n");
+        for part in &message.parts {
+            match &part.kind {
+                PartKind::Text { text, synthetic } if synthetic != &Some(true) => {
+                    out.push_str(text.trim_end());
+                    out.push_str("\n\n");
+                }
+                PartKind::Tool { tool, state, .. } => {
+                    let input = serde_json::to_string_pretty(&state.input).unwrap_or_default();
+                    out.push_str(&format!("**Tool: {tool}**\n\n```json\n{input}\n```\n\n"));
+                    if let Some(output) = state.output.as_deref().filter(|o| !o.is_empty()) {
+                        out.push_str(&format!("```\n{}\n```\n\n", output.trim_end()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The session's changed files from its user messages' turn diffs (a later turn's entry for a file
+/// replaces an earlier one's).
+fn turn_diffs(messages: &[Message]) -> Vec<FileDiff> {
+    let mut files: Vec<FileDiff> = Vec::new();
+    for message in messages.iter().filter(|m| m.info.role == Role::User) {
+        let Some(diffs) = message.info.extra.get("summary").and_then(|s| s.get("diffs")) else { continue };
+        let diffs: Vec<FileDiff> = serde_json::from_value(diffs.clone()).unwrap_or_default();
+        for diff in diffs {
+            files.retain(|known| known.file != diff.file);
+            files.push(diff);
+        }
+    }
+    files
 }
 
 /// The message an event changes.

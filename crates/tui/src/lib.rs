@@ -5,7 +5,8 @@
 //! - [`app`]: the state and its update function. Keys, server events and call results go in as
 //!   [`app::Msg`]; calls to make come out as [`app::Command`]s. No I/O, so it is tested directly.
 //! - `view`: draws a frame from the state (transcript, permission dialog, prompt box, status line,
-//!   overlays); `transcript` renders and caches each message's wrapped lines; `markdown`, `wrap`.
+//!   overlays); `transcript` renders and caches each message's wrapped lines; `markdown` (with
+//!   `highlight` for fenced code), `wrap`.
 //! - `runner`: the terminal loop. It draws only when something changed, at most every 16 ms, and
 //!   sleeps otherwise.
 //!
@@ -14,7 +15,9 @@
 //! `runner::run_command`.
 
 pub mod app;
+mod highlight;
 mod input;
+pub mod keys;
 mod markdown;
 mod runner;
 mod theme;
@@ -26,3 +29,6 @@ pub use runner::TuiError;
 pub use runner::TuiOptions;
 pub use runner::run;
 pub use theme::Theme;
+pub use theme::Themes;
+pub use theme::dark_background;
+pub use theme::theme_dirs;

@@ -28,11 +28,13 @@ pub(crate) fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
             };
             continue;
         }
-        if fence.is_some() {
-            lines.push(Line::from(vec![
-                Span::styled("  │ ", theme.muted()),
-                Span::styled(raw.to_owned(), theme.code()),
-            ]));
+        if let Some(language) = &fence {
+            let mut spans = vec![Span::styled("  │ ", theme.muted())];
+            match crate::highlight::line(language, raw, theme) {
+                Some(coloured) => spans.extend(coloured),
+                None => spans.push(Span::styled(raw.to_owned(), theme.code())),
+            }
+            lines.push(Line::from(spans));
             continue;
         }
         lines.push(block(raw, theme));

@@ -42,6 +42,13 @@ pub struct TuiOptions {
     pub agent: Option<String>,
     /// The model to prompt with (`--model provider/model`).
     pub model: Option<opencode_client::ModelRef>,
+    /// Where theme files are (the user's, then the project's).
+    pub themes: crate::theme::Themes,
+    /// The TUI's own settings file (`tui.json`: `theme`, `keybinds`), read at start; the theme the
+    /// user picks is kept there.
+    pub settings: Option<std::path::PathBuf>,
+    /// Whether the terminal's background is dark (themes have dark and light variants).
+    pub dark: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,14 +71,29 @@ pub async fn run(client: Client, options: TuiOptions) -> Result<(), TuiError> {
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
 
+/// xterm's alternate-scroll mode: on the alternate screen the wheel sends Up/Down, and the mouse is
+/// not captured, so the terminal's own selection and copy keep working.
+const ALTERNATE_SCROLL_ON: &str = "\x1b[?1007h";
+const ALTERNATE_SCROLL_OFF: &str = "\x1b[?1007l";
+
 fn enter() -> std::io::Result<Term> {
     enable_raw_mode()?;
-    execute!(std::io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+    execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        crossterm::style::Print(ALTERNATE_SCROLL_ON)
+    )?;
     // A panic must not leave the terminal in raw mode on the alternate screen.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let _restored = disable_raw_mode();
-        let _left = execute!(std::io::stdout(), LeaveAlternateScreen, DisableBracketedPaste);
+        let _left = execute!(
+            std::io::stdout(),
+            crossterm::style::Print(ALTERNATE_SCROLL_OFF),
+            LeaveAlternateScreen,
+            DisableBracketedPaste
+        );
         previous(info);
     }));
     Terminal::new(CrosstermBackend::new(std::io::stdout()))
@@ -79,12 +101,28 @@ fn enter() -> std::io::Result<Term> {
 
 fn leave(terminal: &mut Term) {
     let _restored = disable_raw_mode();
-    let _left = execute!(terminal.backend_mut(), LeaveAlternateScreen, DisableBracketedPaste);
+    let _left = execute!(
+        terminal.backend_mut(),
+        crossterm::style::Print(ALTERNATE_SCROLL_OFF),
+        LeaveAlternateScreen,
+        DisableBracketedPaste
+    );
     let _shown = terminal.show_cursor();
 }
 
 async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) -> Result<(), TuiError> {
     let mut app = App::new(Theme::default());
+    app.theme_names = options.themes.names();
+    let settings = options.settings.as_deref().map(settings).unwrap_or_default();
+    let (keymap, problems) = crate::keys::Keymap::with(&settings["keybinds"]);
+    app.keymap = keymap;
+    app.notice = problems.first().map(|problem| format!("tui.json: {problem}"));
+    if let Some(name) = settings["theme"].as_str() {
+        match options.themes.load(name, options.dark) {
+            Ok(theme) => app.set_theme(theme),
+            Err(reason) => app.notice = Some(reason),
+        }
+    }
     let (results, mut done) = mpsc::unbounded_channel::<Msg>();
     let mut keys = TerminalEvents::new();
     let mut server = client.events();
@@ -98,8 +136,41 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let mut dirty = true;
     let mut last_frame = Instant::now() - FRAME;
     loop {
+        let mut local = Vec::new();
         for command in commands.drain(..) {
-            tokio::spawn(execute(client.clone(), command, results.clone()));
+            match command {
+                Command::Copy(text) => copy(terminal, &text)?,
+                Command::SetTheme(name) => {
+                    app.notice = Some(match options.themes.load(&name, options.dark) {
+                        Ok(theme) => {
+                            app.set_theme(theme);
+                            let saved = options.settings.as_deref().map(|file| save_theme(file, &name));
+                            match saved {
+                                Some(Err(reason)) => reason,
+                                _ => format!("theme: {name}"),
+                            }
+                        }
+                        Err(reason) => reason,
+                    });
+                    dirty = true;
+                }
+                Command::Editor(text) => {
+                    // The editor reads the keyboard: our reader stops until it exits.
+                    drop(keys);
+                    let edited = edit(terminal, &text);
+                    keys = TerminalEvents::new();
+                    redraw_all(terminal)?;
+                    dirty = true;
+                    local.push(match edited {
+                        Ok(text) => Msg::Edited(text),
+                        Err(message) => Msg::Failed(message),
+                    });
+                }
+                command => drop(tokio::spawn(execute(client.clone(), command, results.clone()))),
+            }
+        }
+        for msg in local {
+            commands.extend(app.update(msg));
         }
         if app.quit {
             return Ok(());
@@ -138,6 +209,80 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     }
 }
 
+/// `tui.json` as JSON (an object; nothing when absent or unreadable).
+fn settings(file: &std::path::Path) -> serde_json::Value {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}))
+}
+
+/// Keeps the chosen theme in `tui.json`, its other settings untouched.
+fn save_theme(file: &std::path::Path, name: &str) -> Result<(), String> {
+    let mut settings = settings(file);
+    settings["theme"] = serde_json::json!(name);
+    let text = serde_json::to_string_pretty(&settings).unwrap_or_default();
+    let written = file.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(file, text));
+    written.map_err(|err| format!("theme not saved: cannot write {}: {err}", file.display()))
+}
+
+/// Hands the terminal to `$VISUAL` (else `$EDITOR`) on a file holding `text`; what it saved.
+fn edit(terminal: &mut Term, text: &str) -> Result<String, String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()))
+        .ok_or("set EDITOR (or VISUAL) to the editor to write prompts in")?;
+    let file = std::env::temp_dir().join(format!("opencode-prompt-{}.md", std::process::id()));
+    std::fs::write(&file, text).map_err(|err| format!("cannot write {}: {err}", file.display()))?;
+    leave(terminal);
+    // Through the shell, so EDITOR may carry arguments (`code --wait`).
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(&file).status();
+    let entered =
+        enable_raw_mode().and_then(|()| execute!(std::io::stdout(), EnterAlternateScreen, EnableBracketedPaste));
+    let edited = std::fs::read_to_string(&file);
+    let _removed = std::fs::remove_file(&file);
+    entered.map_err(|err| format!("cannot take the terminal back: {err}"))?;
+    match status {
+        Ok(status) if status.success() => edited.map_err(|err| format!("cannot read the edited prompt: {err}")),
+        Ok(status) => Err(format!("{editor} exited with {status}; the prompt is unchanged")),
+        Err(err) => Err(format!("cannot run {editor}: {err}")),
+    }
+}
+
+/// Blanks the screen and makes the next frame draw every cell. (`Terminal::clear` would ask the
+/// terminal for the cursor position, whose answer races the key reader just restarted.)
+fn redraw_all(terminal: &mut Term) -> std::io::Result<()> {
+    execute!(terminal.backend_mut(), crossterm::terminal::Clear(crossterm::terminal::ClearType::All))?;
+    // Each swap resets the buffer it leaves behind: two swaps leave both blank, as the screen is.
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    Ok(())
+}
+
+/// Writes the session's transcript to `opencode-<session>.md` in the current directory.
+async fn export(client: &Client, id: &str) -> Result<Msg, opencode_client::ClientError> {
+    let (session, messages) = tokio::try_join!(client.session(id), client.messages(id))?;
+    let file = std::path::PathBuf::from(format!("opencode-{id}.md"));
+    let text = crate::app::transcript_markdown(&session, &messages);
+    Ok(match std::fs::write(&file, text) {
+        Ok(()) => Msg::Notice(format!("transcript saved to {}", file.display())),
+        Err(err) => Msg::Failed(format!("cannot write {}: {err}", file.display())),
+    })
+}
+
+/// Puts `text` on the clipboard with OSC 52: the terminal (local, or the one an SSH session runs
+/// in) sets it; nothing here can tell whether it did, so the notice says where the text was sent.
+fn copy(terminal: &mut Term, text: &str) -> std::io::Result<()> {
+    use base64::Engine;
+    use std::io::Write;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let backend = terminal.backend_mut();
+    write!(backend, "\x1b]52;c;{encoded}\x07")?;
+    backend.flush()
+}
+
 fn enter_key() -> crossterm::event::KeyEvent {
     crossterm::event::KeyEvent::new(crossterm::event::KeyCode::Enter, crossterm::event::KeyModifiers::NONE)
 }
@@ -158,7 +303,11 @@ async fn run_command(
     results: &mpsc::UnboundedSender<Msg>,
 ) -> Result<Option<Msg>, opencode_client::ClientError> {
     Ok(Some(match command {
+        // The terminal loop runs these itself: they use the terminal.
+        Command::Copy(_) | Command::Editor(_) | Command::SetTheme(_) => return Ok(None),
+        Command::Export(id) => export(client, &id).await?,
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
+        Command::LoadCommands => Msg::Commands(client.commands().await?),
         Command::LoadAgents => Msg::Agents(client.agents().await?),
         Command::LoadProviders => Msg::Providers(client.providers().await?),
         Command::LoadPermissions => Msg::Permissions(client.permissions().await?),
@@ -166,15 +315,29 @@ async fn run_command(
             let files = client.find_files(&query).await?.into_iter().take(10).collect();
             Msg::Files { query, files }
         }
+        Command::OpenChild(id) => {
+            let children = client.children(&id).await?;
+            let Some(child) = children.into_iter().max_by_key(|child| child.time.created) else {
+                return Ok(Some(Msg::Notice("no subagent sessions here".to_owned())));
+            };
+            let messages = client.messages(&child.id).await?;
+            Msg::Opened(child, messages)
+        }
         Command::OpenSession(id) => {
             let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
             Msg::Opened(session, messages)
         }
-        Command::Prompt { session, text, agent, model, files } => {
+        Command::Prompt { session, text, agent, model, variant, files } => {
             let id = session_for(client, session, results).await?;
-            let mut body = PromptBody { agent, model, ..PromptBody::text(text) };
+            let mut body = PromptBody { agent, model, variant, ..PromptBody::text(text) };
             body.parts.extend(files.iter().map(|file| file_part(client, file)));
             client.prompt_async_with(&id, &body).await?;
+            return Ok(None);
+        }
+        Command::RunCommand { session, name, arguments, agent, model } => {
+            let id = session_for(client, session, results).await?;
+            let model = model.map(|m| format!("{}/{}", m.provider_id, m.model_id));
+            client.command(&id, &name, &arguments, Some(&agent), model.as_deref()).await?;
             return Ok(None);
         }
         Command::Shell { session, command, agent } => {

@@ -25,10 +25,15 @@ const OUTPUT_PREVIEW: usize = 5;
 /// Lines of a diff shown under an edit.
 const DIFF_PREVIEW: usize = 16;
 
+/// Width from which edit diffs show side by side (as OpenCode's `diff_style: auto` does).
+pub const SPLIT_DIFF_MIN_WIDTH: u16 = 120;
+
 /// How messages are shown (changing one re-renders every message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Options {
     pub thinking: bool,
+    /// The width to lay edit diffs out side by side in; `None` shows them unified.
+    pub split_diffs: Option<u16>,
 }
 
 #[derive(Default)]
@@ -51,6 +56,7 @@ impl Transcript {
         options: Options,
         theme: &Theme,
     ) -> &[Line<'static>] {
+        let options = Options { split_diffs: (width >= SPLIT_DIFF_MIN_WIDTH).then_some(width), ..options };
         let key = (revision, width, options);
         let cached = self.cache.entry(message.info.id.clone()).or_insert_with(|| Cached { key, lines: Vec::new() });
         if cached.key != key || cached.lines.is_empty() {
@@ -124,7 +130,7 @@ fn part_lines(part: &Part, options: Options, theme: &Theme, lines: &mut Vec<Line
             lines.push(Line::from(Span::styled("Thinking:", style)));
             lines.extend(text.trim().lines().map(|l| Line::from(Span::styled(l.to_owned(), style))));
         }
-        PartKind::Tool { tool, state, .. } => tool_lines(tool, state, theme, lines),
+        PartKind::Tool { tool, state, .. } => tool_lines(tool, state, options, theme, lines),
         PartKind::Retry { attempt, error } => {
             let message = error.pointer("/data/message").and_then(Value::as_str).unwrap_or("provider error");
             lines.push(Line::from(Span::styled(format!("retrying (attempt {attempt}): {message}"), theme.warning())));
@@ -138,7 +144,7 @@ fn part_lines(part: &Part, options: Options, theme: &Theme, lines: &mut Vec<Line
 }
 
 /// A tool call: a title line with its status, then what it did.
-fn tool_lines(tool: &str, state: &ToolState, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+fn tool_lines(tool: &str, state: &ToolState, options: Options, theme: &Theme, lines: &mut Vec<Line<'static>>) {
     let input = |key: &str| state.input.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
     let title = match tool {
         "bash" => format!("$ {}", input("command")),
@@ -179,7 +185,10 @@ fn tool_lines(tool: &str, state: &ToolState, theme: &Theme, lines: &mut Vec<Line
         }
         "edit" | "write" | "apply_patch" => {
             if let Some(diff) = metadata.and_then(|m| m.get("diff")).and_then(Value::as_str) {
-                diff_lines(diff, theme, lines);
+                match options.split_diffs {
+                    Some(width) => split_diff_lines(diff, width, theme, lines),
+                    None => diff_lines(diff, theme, lines),
+                }
             }
         }
         "todowrite" => {
@@ -214,13 +223,17 @@ fn tail(text: &str, limit: usize, theme: &Theme, lines: &mut Vec<Line<'static>>)
     lines.extend(all[skipped..].iter().map(|l| Line::from(Span::styled(format!("  {l}"), theme.muted()))));
 }
 
-/// A unified diff's changed lines, coloured (headers skipped).
-fn diff_lines(diff: &str, theme: &Theme, lines: &mut Vec<Line<'static>>) {
-    let changed: Vec<&str> = diff
-        .lines()
+/// A unified diff's hunk headers and changed lines (file headers skipped).
+fn changed_lines(diff: &str) -> Vec<&str> {
+    diff.lines()
         .filter(|l| !l.starts_with("+++") && !l.starts_with("---") && !l.starts_with("Index:") && !l.starts_with("==="))
         .filter(|l| l.starts_with('+') || l.starts_with('-') || l.starts_with("@@"))
-        .collect();
+        .collect()
+}
+
+/// A unified diff's changed lines, coloured.
+fn diff_lines(diff: &str, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+    let changed = changed_lines(diff);
     for line in changed.iter().take(DIFF_PREVIEW) {
         let style = match line.chars().next() {
             Some('+') => theme.success(),
@@ -232,6 +245,50 @@ fn diff_lines(diff: &str, theme: &Theme, lines: &mut Vec<Line<'static>>) {
     if changed.len() > DIFF_PREVIEW {
         lines.push(Line::from(Span::styled(format!("  … {} more lines", changed.len() - DIFF_PREVIEW), theme.muted())));
     }
+}
+
+/// A diff side by side in `width` columns: each run of removed lines on the left beside the run of
+/// added lines that replaced it, hunk headers across; lines cut to their column.
+fn split_diff_lines(diff: &str, width: u16, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+    let changed = changed_lines(diff);
+    let column = usize::from(width).saturating_sub(6) / 2;
+    let mut rows = Vec::new();
+    let mut at = 0;
+    while at < changed.len() {
+        if changed[at].starts_with("@@") {
+            rows.push(Line::from(Span::styled(format!("  {}", changed[at]), theme.muted())));
+            at += 1;
+            continue;
+        }
+        let removed: Vec<&str> = changed[at..].iter().take_while(|l| l.starts_with('-')).copied().collect();
+        at += removed.len();
+        let added: Vec<&str> = changed[at..].iter().take_while(|l| l.starts_with('+')).copied().collect();
+        at += added.len();
+        for row in 0..removed.len().max(added.len()) {
+            let left = removed.get(row).map_or(String::new(), |l| fit(l, column));
+            let right = added.get(row).map_or(String::new(), |l| fit(l, column));
+            rows.push(Line::from(vec![
+                Span::styled(format!("  {left:<column$}"), theme.error()),
+                Span::styled(" │ ", theme.muted()),
+                Span::styled(right, theme.success()),
+            ]));
+        }
+    }
+    let more = rows.len().saturating_sub(DIFF_PREVIEW);
+    lines.extend(rows.into_iter().take(DIFF_PREVIEW));
+    if more > 0 {
+        lines.push(Line::from(Span::styled(format!("  … {more} more lines"), theme.muted())));
+    }
+}
+
+/// `text` in at most `width` characters, cut with `…`.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// `▣ agent · model · 2.4s`.

@@ -22,8 +22,12 @@ use crate::app::Overlay;
 /// Rows of the prompt box's text at most (it grows with the prompt up to this).
 const MAX_INPUT_ROWS: u16 = 8;
 
+/// Columns of the sidebar.
+const SIDEBAR_WIDTH: u16 = 42;
+
 pub fn draw(frame: &mut Frame, app: &mut App) {
     let area = frame.area();
+    app.last_width = area.width;
     let input_rows = (app.input.text().lines().count().max(1) as u16 + u16::from(app.input.text().ends_with('\n')))
         .min(MAX_INPUT_ROWS);
     let dialog_rows = if app.permission().is_some() { 5 } else { 0 };
@@ -34,16 +38,30 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Constraint::Length(1),
     ])
     .areas(area);
+    let body = if app.sidebar_shown(area.width) && body.width > SIDEBAR_WIDTH + 20 {
+        let [body, side] = Layout::horizontal([Constraint::Min(0), Constraint::Length(SIDEBAR_WIDTH)]).areas(body);
+        sidebar(frame, app, side);
+        body
+    } else {
+        body
+    };
     transcript(frame, app, body);
     if dialog_rows > 0 {
         permission(frame, app, dialog);
     }
     input(frame, app, prompt);
     completion(frame, app, body);
+    slash_menu(frame, app, body);
     status_line(frame, app, status);
-    match app.overlay {
-        Overlay::Sessions { selected } => sessions(frame, app, area, selected),
-        Overlay::Models { selected } => models(frame, app, area, selected),
+    match &app.overlay {
+        Overlay::Palette { query, selected } => palette(frame, app, area, query, *selected),
+        Overlay::Sessions { selected } => sessions(frame, app, area, *selected),
+        Overlay::Models { selected } => models(frame, app, area, *selected),
+        Overlay::Agents { selected } => agents(frame, app, area, *selected),
+        Overlay::Themes { selected } => {
+            let items = app.theme_names.iter().map(|name| (name.clone(), Style::default())).collect();
+            list(frame, centered(area, 50, 14), " Themes · ↑/↓ enter esc ", items, *selected, "", &app.theme);
+        }
         Overlay::Help => help(frame, app, area),
         Overlay::None => {}
     }
@@ -161,6 +179,9 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let theme = &app.theme;
     let title = app.session.as_ref().map_or("new session", |s| s.title.as_str());
     let mut left = vec![Span::styled(title.to_owned(), theme.bold())];
+    if app.session.as_ref().is_some_and(|s| s.parent_id.is_some()) {
+        left.push(Span::styled("  subagent · ctrl+x ← back", theme.muted()));
+    }
     if app.busy {
         left.push(Span::styled("  working · esc to interrupt", theme.accent()));
     }
@@ -173,7 +194,10 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let (used, limit, cost) = app.context();
     let mut right = Vec::new();
     if let Some((_, model)) = app.model() {
-        right.push(model);
+        match &app.variant {
+            Some(variant) => right.push(format!("{model} {variant}")),
+            None => right.push(model),
+        }
     }
     if used > 0 {
         let percent = limit.filter(|l| *l > 0).map(|l| format!(" ({}%)", used * 100 / l)).unwrap_or_default();
@@ -237,6 +261,77 @@ fn models(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
     );
 }
 
+fn palette(frame: &mut Frame, app: &App, area: Rect, query: &str, selected: usize) {
+    let items = app
+        .palette(query)
+        .into_iter()
+        .map(|(name, description)| (format!("/{name:<14} {description}"), Style::default()))
+        .collect();
+    let title = format!(" Commands: {query}▏ · ↑/↓ enter esc ");
+    list(frame, centered(area, 70, 16), &title, items, selected, "no command matches", &app.theme);
+}
+
+fn agents(frame: &mut Frame, app: &App, area: Rect, selected: usize) {
+    let items = app
+        .agents
+        .iter()
+        .enumerate()
+        .map(|(i, agent)| {
+            let color = app.theme.agent(i, agent.color.as_deref());
+            let text = match &agent.description {
+                Some(description) => format!("{}  {description}", agent.name),
+                None => agent.name.clone(),
+            };
+            (text, Style::default().fg(color))
+        })
+        .collect();
+    list(frame, centered(area, 70, 12), " Agents · ↑/↓ enter esc ", items, selected, "no agents", &app.theme);
+}
+
+/// The session at a glance: title, context used and cost, the files it changed, its todo list.
+fn sidebar(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = &app.theme;
+    let title = app.session.as_ref().map_or("New session", |s| s.title.as_str());
+    let mut lines = vec![Line::from(Span::styled(title.to_owned(), theme.bold())), Line::default()];
+    lines.push(Line::from(Span::styled("Context", theme.bold())));
+    let (used, limit, cost) = app.context();
+    lines.push(Line::from(format!("{} tokens", tokens(used))));
+    if let Some(limit) = limit.filter(|limit| *limit > 0) {
+        lines.push(Line::from(format!("{}% used", used * 100 / limit)));
+    }
+    lines.push(Line::from(format!("${cost:.2} spent")));
+    if !app.diff.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled("Modified files", theme.bold())));
+        for file in &app.diff {
+            lines.push(Line::from(vec![
+                Span::raw(format!("{} ", file.file)),
+                Span::styled(format!("+{}", file.additions), theme.success()),
+                Span::raw(" "),
+                Span::styled(format!("-{}", file.deletions), theme.error()),
+            ]));
+        }
+    }
+    if !app.todos.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled("Todo", theme.bold())));
+        for todo in &app.todos {
+            let done = todo["status"] == "completed";
+            let mark = if done {
+                "[x]"
+            } else if todo["status"] == "in_progress" {
+                "[•]"
+            } else {
+                "[ ]"
+            };
+            let style = if done { theme.muted() } else { Style::default() };
+            lines.push(Line::from(Span::styled(format!("{mark} {}", todo["content"].as_str().unwrap_or("")), style)));
+        }
+    }
+    let block = Block::default().borders(Borders::LEFT).border_style(theme.muted());
+    frame.render_widget(Paragraph::new(lines).block(block).wrap(ratatui::widgets::Wrap { trim: false }), area);
+}
+
 /// The `@` file popup, at the bottom of the transcript area just above the prompt box.
 fn completion(frame: &mut Frame, app: &App, body: Rect) {
     let Some(completion) = &app.completion else { return };
@@ -244,6 +339,19 @@ fn completion(frame: &mut Frame, app: &App, body: Rect) {
     let popup = Rect { y: body.y + body.height - height, height, width: body.width.min(60), ..body };
     let items = completion.files.iter().map(|f| (f.clone(), Style::default())).collect();
     list(frame, popup, " @ files · tab/enter esc ", items, completion.selected, "", &app.theme);
+}
+
+/// The `/` command menu, above the prompt box.
+fn slash_menu(frame: &mut Frame, app: &App, body: Rect) {
+    let menu = app.slash_menu();
+    if menu.is_empty() {
+        return;
+    }
+    let height = (menu.len() as u16 + 2).min(body.height).min(12);
+    let popup = Rect { y: body.y + body.height - height, height, width: body.width.min(70), ..body };
+    let items = menu.into_iter().map(|(name, description)| (format!("/{name:<14} {description}"), Style::default()));
+    let selected = app.slash_selected;
+    list(frame, popup, " commands · ↑/↓ tab enter esc ", items.collect(), selected, "", &app.theme);
 }
 
 /// A bordered list with the selected row reversed, scrolled to keep it in view.
@@ -277,7 +385,7 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 20);
+    let popup = centered(area, 64, 29);
     let rows = [
         ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
         ("tab / shift+tab", "next / previous agent"),
@@ -285,8 +393,17 @@ fn help(frame: &mut Frame, app: &App, area: Rect) {
         ("pageup / pagedown", "scroll"),
         ("ctrl+x n  /new", "new session"),
         ("ctrl+x l  /sessions", "switch session"),
+        ("ctrl+p", "all commands, searchable"),
         ("ctrl+x m  /models", "choose the model"),
+        ("ctrl+t", "next variant of the model"),
+        ("ctrl+x a  /agents", "choose the agent"),
+        ("ctrl+x b  /sidebar", "show or hide the sidebar"),
+        ("ctrl+x t  /themes", "choose the colours"),
+        ("ctrl+x y  /copy", "copy the last answer (OSC 52)"),
+        ("ctrl+x e  /editor", "write the prompt in $EDITOR"),
+        ("ctrl+x x  /export", "save the transcript as markdown"),
         ("@path", "attach a file (tab completes)"),
+        ("ctrl+x → / ←", "into a subagent's session / back"),
         ("ctrl+x u  /undo", "undo the last prompt"),
         ("ctrl+x r  /redo", "restore what undo removed"),
         ("ctrl+x c  /compact", "compact the history"),

@@ -47,6 +47,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Debug(DebugCommand::Config) => debug::config(&context),
         Command::Mcp(command) => mcp::run(&context, command),
         Command::Github(GithubCommand::Run(args)) => github::run(&context, args),
+        Command::Github(GithubCommand::Install(args)) => github::install::install(&context, args),
     }
 }
 

@@ -63,11 +63,15 @@ pub fn export(context: &Context, session: Option<&str>) -> Result<(), CliError> 
             )
         })?,
     };
+    let text = exported(&store, session)?;
+    emit(&mut std::io::stdout().lock(), format_args!("{text}\n"))
+}
+
+/// `session` and its whole history in the export format.
+pub fn exported(store: &Store, session: Session) -> Result<String, CliError> {
     let messages = store.read(|r| r.full_history(&session.id))?;
     let exported = Exported { info: session, messages };
-    let text = serde_json::to_string_pretty(&exported)
-        .map_err(|err| CliError::Io(format!("cannot encode the session: {err}")))?;
-    emit(&mut std::io::stdout().lock(), format_args!("{text}\n"))
+    serde_json::to_string_pretty(&exported).map_err(|err| CliError::Io(format!("cannot encode the session: {err}")))
 }
 
 pub fn import(context: &Context, file: &Path) -> Result<(), CliError> {

@@ -27,7 +27,7 @@ pub fn local(context: &Context, args: TuiArgs) -> Result<(), CliError> {
         if let Some(credentials) = credentials {
             client = client.with_password(&credentials.username, &credentials.password);
         }
-        let result = open(client, args.open).await;
+        let result = open(context, client, args.open).await;
         let _stopped = server.shutdown().await;
         result
     })
@@ -41,10 +41,10 @@ pub fn attach(context: &Context, args: AttachArgs) -> Result<(), CliError> {
         let username = context.env.get("OPENCODE_SERVER_USERNAME").unwrap_or("opencode");
         client = client.with_password(username, &password);
     }
-    tokio_runtime()?.block_on(open(client, args.open))
+    tokio_runtime()?.block_on(open(context, client, args.open))
 }
 
-async fn open(client: Client, args: OpenArgs) -> Result<(), CliError> {
+async fn open(context: &Context, client: Client, args: OpenArgs) -> Result<(), CliError> {
     let session = match (args.session, args.continue_last) {
         (Some(id), _) => Some(id),
         (None, true) => {
@@ -61,7 +61,17 @@ async fn open(client: Client, args: OpenArgs) -> Result<(), CliError> {
             return Err(CliError::usage("--model takes provider/model", "e.g. --model anthropic/claude-haiku-4-5"));
         }
     };
-    let options = TuiOptions { session, prompt: args.prompt, agent: args.agent, model };
+    // Themes and `tui.json` are this machine's, whichever server the TUI talks to.
+    let config = &context.paths.config;
+    let options = TuiOptions {
+        session,
+        prompt: args.prompt,
+        agent: args.agent,
+        model,
+        themes: opencode_tui::Themes { dirs: opencode_tui::theme_dirs(Some(config), Some(&context.cwd)) },
+        settings: Some(config.join("tui.json")),
+        dark: opencode_tui::dark_background(context.env.get("COLORFGBG")),
+    };
     opencode_tui::run(client, options).await.map_err(|err| match err {
         opencode_tui::TuiError::Client(err) => tui_error(err),
         other => CliError::Io(other.to_string()),

@@ -4,6 +4,7 @@ mod coexist;
 mod crash;
 mod debug_config;
 mod github;
+mod github_action;
 mod import;
 mod mcp_auth;
 mod models;

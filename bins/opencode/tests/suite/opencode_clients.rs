@@ -232,6 +232,70 @@ fn the_event_stream_matches_opencodes_for_a_tool_turn() {
     assert!(!our_events.iter().any(|e| e["type"].as_str().unwrap().starts_with("session.next.")));
 }
 
+/// A turn that writes a file in a git project, against OpenCode's server and ours: the step parts
+/// carry snapshots, the writing step ends with a `patch` part, the user message gets its
+/// `summary.diffs`, both send `session.diff`; and undo removes the written file on both.
+#[test]
+fn a_write_turn_in_a_git_project_records_the_same_snapshots_and_undo_removes_the_file() {
+    let Some(opencode) = OpenCode::install(Path::new(env!("CARGO_TARGET_TMPDIR"))) else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockProvider::start()).unwrap();
+    mock.respond_with(|request| {
+        let body = request.body_json().unwrap_or_default();
+        let offers_write = body["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "write"));
+        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        if offers_write && last["role"] == "user" {
+            let input = json!({"filePath": "hello.txt", "content": "hi there\n"});
+            opencode_mock_provider::MockResponse::chat_tool_calls(&[("call_1", "write", input)], None)
+        } else {
+            opencode_mock_provider::MockResponse::chat_text(ANSWER)
+        }
+    });
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    git_init(&home.work());
+    let hello = home.work().join("hello.txt");
+    let mut runs = Vec::new();
+    for server in [theirs(&opencode, &home), home.serve()] {
+        let events = turn_events(&server.url, &home);
+        assert_eq!(std::fs::read_to_string(&hello).unwrap(), "hi there\n");
+        let session =
+            events.iter().find_map(|e| e["properties"]["info"]["id"].as_str().filter(|id| id.starts_with("ses")));
+        let session = session.unwrap().to_owned();
+        let messages = get(&server.url, &format!("/session/{session}/message"), &home.work());
+        let user = messages[0]["info"]["id"].as_str().unwrap().to_owned();
+        let reverted =
+            post(&server.url, &format!("/session/{session}/revert"), json!({"messageID": user}), &home.work());
+        assert!(!hello.exists(), "undo removes the written file: {reverted}");
+        runs.push((events, messages, reverted));
+    }
+    let [(their_events, theirs_stored, their_revert), (our_events, ours_stored, our_revert)] = &runs[..] else {
+        unreachable!()
+    };
+    let expected = vec![
+        vec!["step-start", "tool:pending", "tool:running", "tool:completed", "step-finish", "patch"],
+        vec!["step-start", "text:announced", "text:delta", "text:done", "step-finish"],
+    ];
+    assert_eq!(part_steps(their_events), expected);
+    assert_eq!(part_steps(our_events), expected);
+    for events in [their_events, our_events] {
+        assert!(events.iter().any(|e| e["type"] == "session.diff"), "session.diff is sent");
+    }
+    for stored in [theirs_stored, ours_stored] {
+        let diffs = &stored[0]["info"]["summary"]["diffs"];
+        assert_eq!((diffs[0]["file"].as_str(), diffs[0]["status"].as_str()), (Some("hello.txt"), Some("added")));
+        let parts = stored[1]["parts"].as_array().unwrap();
+        assert!(parts[0]["snapshot"].is_string(), "{}", parts[0]);
+        let patch = parts.iter().find(|p| p["type"] == "patch").unwrap();
+        assert_eq!(patch["files"], json!([hello.to_string_lossy()]));
+        assert_eq!(patch["hash"], parts[0]["snapshot"]);
+    }
+    for revert in [their_revert, our_revert] {
+        assert!(revert["revert"]["snapshot"].is_string(), "{revert}");
+        assert!(revert["revert"]["diff"].as_str().unwrap().contains("-hi there"), "{revert}");
+    }
+}
+
 /// Session fields OpenCode fills from every prompt: the agent and model last used. Ours records them
 /// when a prompt names them (OpenCode's TUI always does), so that a session without a choice of its
 /// own keeps following the configured model.
@@ -352,11 +416,24 @@ fn tool_turns(mock: &opencode_mock_provider::MockProvider) -> usize {
 
 /// `GET url path?directory=work` as JSON.
 fn get(url: &str, path: &str, work: &Path) -> Value {
+    call(reqwest::Method::GET, url, path, None, work)
+}
+
+fn post(url: &str, path: &str, body: Value, work: &Path) -> Value {
+    call(reqwest::Method::POST, url, path, Some(body), work)
+}
+
+/// One call for the project `work`; the JSON answer.
+fn call(method: reqwest::Method, url: &str, path: &str, body: Option<Value>, work: &Path) -> Value {
     let _already_installed = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
-        let request =
-            reqwest::Client::new().get(format!("{url}{path}")).query(&[("directory", work.display().to_string())]);
+        let mut request = reqwest::Client::new()
+            .request(method, format!("{url}{path}"))
+            .query(&[("directory", work.display().to_string())]);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
         request.send().await.unwrap().json().await.unwrap()
     })
 }

@@ -174,6 +174,125 @@ fn a_turn_with_a_tool_call_agents_undo_and_resize_in_a_real_terminal() {
 }
 
 #[test]
+fn a_configured_command_runs_from_the_slash_menu_and_the_sidebar_shows_the_context() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(
+        &home,
+        &mock,
+        json!({"command": {"hello": {"template": "Say hello to $ARGUMENTS", "description": "Greets"}}}),
+    );
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "/hell"]).status().unwrap();
+    tui.wait_for(&["/hello", "Greets"]);
+    tui.keys(&["Tab"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "the team"]).status().unwrap();
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["Say hello to the team", ANSWER]);
+    let sent = mock.requests()[0].body_json().unwrap().to_string();
+    assert!(sent.contains("Say hello to the team"), "{sent}");
+    // The sidebar (ctrl+x b on a narrow terminal) shows the session's context and cost.
+    tui.keys(&["C-x", "b"]);
+    tui.wait_for(&["Context", "tokens", "spent"]);
+}
+
+#[test]
+fn the_external_editor_writes_the_prompt_and_export_saves_the_transcript() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let editor = home.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf 'list the files here' > \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let line = shell_line(&home, "").replacen("env -i ", &format!("env -i EDITOR='{}' ", editor.display()), 1);
+    let Some(tui) = Tmux::start(&line) else { return };
+    tui.wait_for(&["Ask anything"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "draft"]).status().unwrap();
+    tui.keys(&["C-x", "e"]);
+    tui.wait_for(&["│list the files here"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&[ANSWER]);
+    tui.keys(&["C-x", "x"]);
+    let screen = tui.wait_for(&["transcript saved to opencode-ses_"]);
+    let name = screen.split("transcript saved to ").nth(1).unwrap().split_whitespace().next().unwrap();
+    let saved = std::fs::read_to_string(home.work().join(name)).unwrap();
+    assert!(saved.contains("## User\n\nlist the files here") && saved.contains(ANSWER), "{saved}");
+}
+
+#[test]
+fn a_theme_file_is_listed_chosen_and_remembered_in_tui_json() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let themes = home.path().join("home/.config/opencode/themes");
+    std::fs::create_dir_all(&themes).unwrap();
+    std::fs::write(
+        themes.join("night.json"),
+        json!({"theme": {"primary": "#7aa2f7", "textMuted": "#565f89"}}).to_string(),
+    )
+    .unwrap();
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.keys(&["C-x", "t"]);
+    tui.wait_for(&["Themes", "system", "night"]);
+    tui.keys(&["Down", "Enter"]);
+    tui.wait_for(&["theme: night"]);
+    let settings = home.path().join("home/.config/opencode/tui.json");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    assert_eq!(saved["theme"], "night");
+}
+
+#[test]
+fn a_subagents_session_is_entered_and_left_with_ctrl_x_arrows() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mock = runtime.block_on(MockProvider::start()).unwrap();
+    mock.respond_with(|request| {
+        let body = request.body_json().unwrap_or_default();
+        let last = body["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        let text = last["content"].to_string();
+        if last["role"] == "tool" {
+            MockResponse::chat_text(ANSWER)
+        } else if text.contains("look around for me") {
+            MockResponse::chat_text("The subagent found two files.")
+        } else if text.contains("delegate") {
+            let input =
+                json!({"description": "Look around", "prompt": "look around for me", "subagent_type": "general"});
+            MockResponse::chat_tool_calls(&[("call_task", "task", input)], None)
+        } else {
+            MockResponse::chat_text("Hello.")
+        }
+    });
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.type_line("delegate the search");
+    tui.wait_for(&[ANSWER]);
+    tui.keys(&["C-x", "Right"]);
+    tui.wait_for(&["look around for me", "The subagent found two files.", "subagent · ctrl+x ← back"]);
+    tui.keys(&["C-x", "Left"]);
+    let screen = tui.wait_for(&["delegate the search", ANSWER]);
+    assert!(!screen.contains("subagent · ctrl+x"), "{screen}");
+}
+
+#[test]
+fn tui_json_keybinds_rebind_the_leader_and_name_a_bad_binding() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let keybinds = json!({"keybinds": {"leader": "ctrl+g", "sidebar_toggle": "<leader>s", "model_list": "hyper+m"}});
+    std::fs::write(home.path().join("home/.config/opencode/tui.json"), keybinds.to_string()).unwrap();
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["tui.json: keybinds.model_list: `hyper` in `hyper+m` is not a modifier"]);
+    tui.keys(&["C-g", "s"]);
+    tui.wait_for(&["Context", "spent"]);
+    // ctrl+x is no leader any more: `s` is typed into the prompt and the sidebar stays.
+    tui.keys(&["C-x", "s"]);
+    tui.wait_for(&["│s", "Context"]);
+}
+
+#[test]
 fn permission_asks_are_answered_in_the_terminal() {
     let (_rt, mock) = mock();
     let home = Home::new();

@@ -4,7 +4,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use opencode_session_runtime::file_diff;
+use opencode_session_runtime::undo_files;
 use opencode_session_store::Delivery;
+use opencode_session_store::FileDiff;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
@@ -14,6 +17,7 @@ use opencode_session_store::Revert;
 use opencode_session_store::Session;
 use opencode_session_store::SessionModel;
 use opencode_session_store::SessionQuery;
+use opencode_session_store::SessionSummary;
 use opencode_session_store::Todo;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -30,6 +34,7 @@ use crate::extract::P;
 use crate::extract::Q;
 use crate::instance::Instance;
 use crate::state::AppState;
+use crate::state::blocking;
 
 pub(super) fn ops() -> Vec<Op> {
     vec![
@@ -650,23 +655,60 @@ pub(crate) fn busy_check(s: &AppState, id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// Stages a revert from a message (or part) on. Where the runtime keeps work-tree snapshots, the
+/// files the reverted steps changed are put back as they were first (OpenCode's undo), the tree
+/// before is saved in `revert.snapshot` for redo, and `session.diff` reports what was undone.
 pub(crate) async fn revert(s: &AppState, id: &str, body: RevertBody) -> Result<Session, ApiError> {
-    session(s, id).await?;
+    let current = session(s, id).await?;
     check_id(&body.message_id, "msg", "message")?;
     if let Some(part) = &body.part_id {
         check_id(part, "prt", "part")?;
     }
     busy_check(s, id)?;
+    let mut revert = Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None };
+    let mut undone = None;
+    if let Some(snapshots) = s.inner.driver.snapshots(&current) {
+        let (session_id, from) = (id.to_owned(), revert.message_id.clone());
+        let patches = s.read(move |r| r.patches_from(&session_id, &from)).await?;
+        let saved = current.revert.and_then(|staged| staged.snapshot);
+        let files = blocking(move || undo_files(&snapshots, saved, patches).map_err(snapshot_error)).await?;
+        revert.snapshot = Some(files.saved);
+        revert.diff = Some(files.text);
+        undone = Some(files.changes);
+    }
     let id = id.to_owned();
-    let revert = Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None };
-    s.write(move |tx| tx.set_revert(&id, revert)).await
+    s.write(move |tx| {
+        let mut session = tx.set_revert(&id, revert)?;
+        if let Some(changes) = undone {
+            let summary = SessionSummary {
+                additions: changes.iter().map(|c| c.additions).sum(),
+                deletions: changes.iter().map(|c| c.deletions).sum(),
+                files: changes.len() as u64,
+                diffs: None,
+            };
+            session = tx.update_session(&id, |s| s.summary = Some(summary))?;
+            let diff: Vec<FileDiff> = changes.into_iter().map(file_diff).collect();
+            tx.append_event(&id, "session.diff", json!({ "diff": diff }))?;
+        }
+        Ok(session)
+    })
+    .await
 }
 
+/// Undoes a staged revert; the files an undo put back return to the saved tree.
 pub(crate) async fn unrevert(s: &AppState, id: &str) -> Result<Session, ApiError> {
-    session(s, id).await?;
+    let current = session(s, id).await?;
     busy_check(s, id)?;
+    let saved = current.revert.as_ref().and_then(|staged| staged.snapshot.clone());
+    if let (Some(snapshots), Some(saved)) = (s.inner.driver.snapshots(&current), saved) {
+        blocking(move || snapshots.restore(&saved).map_err(snapshot_error)).await?;
+    }
     let id = id.to_owned();
     s.write(move |tx| tx.clear_revert(&id)).await
+}
+
+fn snapshot_error(err: opencode_snapshot::SnapshotError) -> ApiError {
+    ApiError::Internal(format!("{err}; the session's files were not changed back"))
 }
 
 /// Stores the reply (saving approvals for `always`), then tells the driver.

@@ -365,3 +365,61 @@ async fn health_reports_the_runtime_caches_under_the_configured_budget() {
     // Only a binary chooses (and reports) the allocator.
     assert_eq!(memory["allocator"], Value::Null);
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+#[tokio::test]
+async fn undo_puts_back_the_files_a_turn_wrote_and_redo_brings_them_back() {
+    let t = start_runtime(json!({})).await;
+    git(&t.dir, &["init", "--quiet"]);
+    git(&t.dir, &["add", "."]);
+    git(&t.dir, &["commit", "--quiet", "-m", "start"]);
+    let id = t.session().await;
+    let mut events = t.events().await;
+    t.mock.push(tool_call("call_1", "write", json!({ "filePath": "hello.txt", "content": "hi there\n" })));
+    t.mock.push(text("Done."));
+    let (status, _) = t.post(&format!("/session/{id}/message"), prompt("write hello")).await;
+    assert_eq!(status, 200);
+    let hello = t.dir.join("hello.txt");
+    assert_eq!(std::fs::read_to_string(&hello).unwrap(), "hi there\n");
+
+    // The turn's diff: on the user message, at /session/{id}/diff, and as `session.diff`.
+    let diff = first_of(&mut events, &id, "session.diff").await;
+    assert_eq!(diff["properties"]["diff"][0]["file"], "hello.txt", "{diff}");
+    let (_, messages) = t.get(&format!("/session/{id}/message")).await;
+    let user = messages[0]["info"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(messages[0]["info"]["summary"]["diffs"][0]["status"], "added", "{}", messages[0]["info"]);
+    let patch = messages[1]["parts"].as_array().unwrap().iter().find(|p| p["type"] == "patch").unwrap();
+    assert_eq!(patch["files"], json!([hello.to_string_lossy()]));
+    let (_, diffs) = t.get(&format!("/session/{id}/diff?messageID={user}")).await;
+    assert_eq!(diffs[0]["file"], "hello.txt");
+    assert_eq!(diffs[0]["additions"], 1);
+
+    // Undo: the file the turn wrote is gone, the undone change is reported.
+    let (status, session) = t.post(&format!("/session/{id}/revert"), json!({ "messageID": user })).await;
+    assert_eq!(status, 200, "{session}");
+    assert!(!hello.exists());
+    assert!(session["revert"]["snapshot"].is_string(), "{session}");
+    assert!(session["revert"]["diff"].as_str().unwrap().contains("-hi there"), "{session}");
+    assert_eq!(session["summary"], json!({ "additions": 1, "deletions": 0, "files": 1 }));
+    let undone = first_of(&mut events, &id, "session.diff").await;
+    assert_eq!(undone["properties"]["diff"][0]["file"], "hello.txt", "{undone}");
+
+    // Redo: back as the turn left it.
+    let (status, session) = t.post(&format!("/session/{id}/unrevert"), json!({})).await;
+    assert_eq!(status, 200, "{session}");
+    assert_eq!(std::fs::read_to_string(&hello).unwrap(), "hi there\n");
+    assert!(session["revert"].is_null());
+}

@@ -3,7 +3,11 @@
 //!
 //! Hints set on parts are always kept. With [`CachePolicy::Auto`] the planner adds one on the last
 //! tool, the last system part and the last part of the latest user or tool message. The prefix order
-//! is tools, then system, then messages; past [`MAX_BREAKPOINTS`] the later ones are dropped.
+//! is tools, then system, then messages. Past [`MAX_BREAKPOINTS`], automatic breakpoints give way to
+//! hints set on parts (a plugin that marks its own stable blocks knows where its prefix ends), the
+//! earliest first: a later breakpoint's prefix contains an earlier one's, while the latest turn's
+//! breakpoint is what lets the next request read the conversation. Hints set on parts beyond the
+//! limit are dropped from the end.
 
 use crate::CacheHint;
 use crate::CachePolicy;
@@ -33,10 +37,11 @@ impl CachePlan {
                 .map(|message| message.content.iter().map(|part| part.cache_hint().cloned()).collect())
                 .collect(),
         };
-        if request.cache == CachePolicy::Auto {
-            plan.add_automatic(request);
-        }
         plan.cap(MAX_BREAKPOINTS);
+        if request.cache == CachePolicy::Auto {
+            let explicit = plan.count();
+            plan.add_automatic(request, MAX_BREAKPOINTS.saturating_sub(explicit));
+        }
         plan
     }
 
@@ -52,18 +57,29 @@ impl CachePlan {
         self.messages.get(message).and_then(|parts| parts.get(part)).and_then(Option::as_ref)
     }
 
-    fn add_automatic(&mut self, request: &LlmRequest) {
-        if let Some(last) = self.tools.last_mut() {
-            last.get_or_insert_with(CacheHint::default);
-        }
-        if let Some(last) = self.system.last_mut() {
-            last.get_or_insert_with(CacheHint::default);
-        }
+    fn count(&self) -> usize {
+        let slots = self.tools.iter().chain(self.system.iter()).chain(self.messages.iter().flatten());
+        slots.filter(|slot| slot.is_some()).count()
+    }
+
+    /// Adds the automatic breakpoints (last tool, last system part, latest turn) into at most
+    /// `room` free slots, latest first.
+    fn add_automatic(&mut self, request: &LlmRequest, room: usize) {
         let latest_turn = request.messages.iter().rposition(|message| matches!(message.role, Role::User | Role::Tool));
-        if let Some(index) = latest_turn
-            && let Some(last) = self.messages[index].last_mut()
-        {
-            last.get_or_insert_with(CacheHint::default);
+        let turn = latest_turn.and_then(|index| self.messages[index].last_mut());
+        let system = self.system.last_mut();
+        let tool = self.tools.last_mut();
+        let mut left = room;
+        for slot in [turn, system, tool].into_iter().flatten() {
+            if slot.is_some() {
+                continue;
+            }
+            if left == 0 {
+                tracing::debug!("automatic prompt-cache breakpoint left out: the provider limit is reached");
+                continue;
+            }
+            *slot = Some(CacheHint::default());
+            left -= 1;
         }
     }
 
@@ -86,6 +102,7 @@ impl CachePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ContentPart;
     use crate::Message;
     use crate::ToolDefinition;
 
@@ -104,6 +121,29 @@ mod tests {
         assert_eq!(plan.system, vec![None, Some(CacheHint::default())]);
         assert!(plan.part(0, 0).is_none());
         assert!(plan.part(2, 0).is_some());
+    }
+
+    #[test]
+    fn automatic_breakpoints_give_way_to_hints_on_parts_earliest_first() {
+        let mut stable = Message::user("stable history");
+        stable.content.push(ContentPart::Text {
+            text: "delta".into(),
+            cache: Some(CacheHint::default()),
+            provider_metadata: None,
+        });
+        if let ContentPart::Text { cache, .. } = &mut stable.content[0] {
+            *cache = Some(CacheHint::default());
+        }
+        let request = LlmRequest::new("m")
+            .system("s")
+            .tool(ToolDefinition::new("t", "", serde_json::json!({})))
+            .message(stable)
+            .message(Message::user("latest"));
+        let plan = CachePlan::for_request(&request);
+        assert_eq!(plan.tools, vec![None]);
+        assert!(plan.system(0).is_some());
+        assert!(plan.part(0, 0).is_some() && plan.part(0, 1).is_some());
+        assert!(plan.part(1, 0).is_some());
     }
 
     #[test]

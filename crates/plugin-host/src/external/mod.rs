@@ -273,6 +273,7 @@ impl Plugin for ExternalPlugin {
         chat_messages_transform: ChatMessagesTransform, ChatInput, MessagesOutput;
         chat_system_transform: ChatSystemTransform, ChatInput, SystemOutput;
         session_compacting: SessionCompacting, SessionInput, CompactingOutput;
+        text_complete: TextComplete, TextCompleteInput, TextCompleteOutput;
     }
 }
 

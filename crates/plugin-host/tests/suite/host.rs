@@ -175,3 +175,84 @@ async fn context_sources_join_the_registry_and_leave_it_when_the_plugin_unloads(
     host.load(Arc::new(NotesPlugin)).await.unwrap();
     assert_eq!(registry.keys().len(), 1);
 }
+
+/// Keeps the window itself; `failing` makes its start fail.
+struct Manager {
+    failing: bool,
+}
+
+impl Plugin for Manager {
+    fn namespace(&self) -> &str {
+        "manager"
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of([HookName::ChatMessagesTransform])
+    }
+
+    fn manages_context(&self) -> bool {
+        true
+    }
+
+    fn start<'a>(&'a self, _ctx: &'a opencode_plugin_host::StartContext) -> BoxFuture<'a, Result<(), String>> {
+        let failing = self.failing;
+        Box::pin(async move { if failing { Err("no state".into()) } else { Ok(()) } })
+    }
+}
+
+#[tokio::test]
+async fn only_a_ready_plugin_that_says_so_manages_the_context_window() {
+    let plain = PluginHost::builder().plugin(Recorder::new("plain"), Requirement::Optional).build();
+    plain.ready().await.unwrap();
+    assert!(!plain.manages_context());
+    let managed = PluginHost::builder().plugin(Arc::new(Manager { failing: false }), Requirement::Optional).build();
+    assert!(!managed.manages_context(), "not before it is ready");
+    managed.ready().await.unwrap();
+    assert!(managed.manages_context());
+    assert!(managed.unload("manager").await);
+    assert!(!managed.manages_context(), "not after it unloads");
+    let failed = PluginHost::builder().plugin(Arc::new(Manager { failing: true }), Requirement::Optional).build();
+    failed.ready().await.unwrap();
+    assert!(!failed.manages_context(), "a plugin that failed to start leaves the window to the host");
+}
+
+/// Shouts every finished text part.
+struct Shout;
+
+impl Plugin for Shout {
+    fn namespace(&self) -> &str {
+        "shout"
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of([HookName::TextComplete])
+    }
+
+    fn text_complete<'a>(
+        &'a self,
+        input: &'a opencode_plugin_host::TextCompleteInput,
+        output: &'a mut opencode_plugin_host::TextCompleteOutput,
+    ) -> HookFuture<'a> {
+        output.text = format!("{} ({})", output.text.to_uppercase(), input.part_id);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn text_complete_rewrites_a_finished_text_part() {
+    let input = opencode_plugin_host::TextCompleteInput {
+        session_id: "ses_1".into(),
+        message_id: "msg_1".into(),
+        part_id: "prt_1".into(),
+    };
+    let mut text = "done".to_owned();
+    let idle = PluginHost::default();
+    idle.ready().await.unwrap();
+    assert!(idle.apply_text_complete(&input, &mut text).await.is_empty());
+    assert_eq!(text, "done", "untouched without a plugin");
+    let host = PluginHost::builder().plugin(Arc::new(Shout), Requirement::Required).build();
+    host.ready().await.unwrap();
+    assert!(host.apply_text_complete(&input, &mut text).await.is_empty());
+    assert_eq!(text, "DONE (prt_1)");
+    assert_eq!(HookName::parse("experimental.text.complete"), Some(HookName::TextComplete));
+}

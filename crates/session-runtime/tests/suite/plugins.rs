@@ -18,6 +18,7 @@ use opencode_plugin_host::HookError;
 use opencode_plugin_host::HookFuture;
 use opencode_plugin_host::HookName;
 use opencode_plugin_host::HookSet;
+use opencode_plugin_host::ModelLimit;
 use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::Plugin;
 use opencode_plugin_host::PluginEvent;
@@ -173,6 +174,7 @@ async fn a_rust_plugin_changes_chat_params_and_rewrites_a_tool_call_and_its_stor
             message_id: messages[1].info.id().to_owned(),
             agent: "build".into(),
             model: ModelRef { provider_id: "mock".into(), model_id: "m".into() },
+            limit: Some(ModelLimit { context: 200_000, output: 8_000 }),
         }
     );
     let after = reviewer.after.lock().unwrap().clone();

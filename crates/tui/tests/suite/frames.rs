@@ -193,6 +193,7 @@ fn keys_switch_agents_prompt_undo_and_open_overlays() {
             text: "and add a test".into(),
             agent: Some("build".into()),
             model: None,
+            variant: None,
             files: Vec::new()
         }]
     );
@@ -253,6 +254,7 @@ fn a_prompt_typed_while_disconnected_is_sent_after_reconnecting() {
         text: "still there?".into(),
         agent: Some("build".into()),
         model: None,
+        variant: None,
         files: Vec::new()
     }));
     assert!(resumed.contains(&Command::OpenSession(SESSION.into())), "{resumed:?}");
@@ -275,4 +277,223 @@ fn a_running_command_shows_its_latest_output() {
     let shown = frame(&mut app, 80, 40);
     assert!(shown.contains("$ ./build.sh …") && shown.contains("line 20"), "{shown}");
     assert!(shown.contains("earlier lines") && !shown.contains("line 1\n"), "{shown}");
+}
+
+#[test]
+fn the_sidebar_shows_context_changed_files_and_todos_on_wide_terminals() {
+    let mut app = app();
+    let mut stored = messages();
+    stored[0].info.extra.insert(
+        "summary".to_owned(),
+        json!({"diffs": [{"file": "src/lib.rs", "additions": 1, "deletions": 1, "status": "modified"}]}),
+    );
+    app.update(Msg::Opened(session(json!({})), stored));
+    assert_eq!(app.diff.len(), 1, "the turns' diffs of a session just opened");
+    app.update(Msg::Server(Event::from_json(json!({"type": "todo.updated", "properties": {"sessionID": SESSION,
+        "todos": [{"content": "Fix the answer", "status": "completed"}, {"content": "Add a test", "status": "pending"}]}}))));
+    let wide = frame(&mut app, 130, 16);
+    snapshot("sidebar_130x16", &wide);
+    assert!(!frame(&mut app, 80, 16).contains("Modified files"), "no sidebar on a narrow terminal");
+
+    // session.diff replaces the list; ctrl+x b hides the sidebar, and shows it again.
+    app.update(Msg::Server(Event::from_json(json!({"type": "session.diff", "properties": {"sessionID": SESSION,
+        "diff": [{"file": "README.md", "additions": 3, "deletions": 0, "status": "added"}]}}))));
+    assert!(frame(&mut app, 130, 16).contains("README.md +3 -0"));
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('b'), KeyModifiers::NONE);
+    assert!(!frame(&mut app, 130, 16).contains("Modified files"));
+    type_text(&mut app, "/sidebar");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(frame(&mut app, 130, 16).contains("Modified files"));
+}
+
+#[test]
+fn ctrl_x_y_copies_the_last_answer_and_ctrl_x_a_picks_an_agent() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    let commands = key(&mut app, KeyCode::Char('y'), KeyModifiers::NONE);
+    assert_eq!(
+        commands,
+        [Command::Copy("Fixed: `answer()` now returns **42**.\n\n- edited `src/lib.rs`\n- the test passes".to_owned())]
+    );
+    assert_eq!(app.notice.as_deref(), Some("answer sent to the terminal's clipboard (OSC 52)"));
+
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('a'), KeyModifiers::NONE);
+    snapshot("agents_60x10", &frame(&mut app, 60, 10));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.agent_name(), "plan");
+
+    // Nothing to copy in a new session: said, and nothing sent.
+    type_text(&mut app, "/new");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    type_text(&mut app, "/copy");
+    assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+    assert_eq!(app.notice.as_deref(), Some("no answer to copy yet"));
+}
+
+#[test]
+fn slash_lists_built_in_and_configured_commands_and_runs_them() {
+    let mut app = app();
+    let commands = serde_json::from_value(json!([{"name": "review", "description": "Review the changes"}])).unwrap();
+    app.update(Msg::Commands(commands));
+    type_text(&mut app, "/");
+    assert_eq!(app.slash_menu().len(), opencode_tui::app::BUILT_IN_COMMANDS.len() + 1);
+    type_text(&mut app, "re");
+    let names: Vec<String> = app.slash_menu().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names, ["redo", "review"]);
+    snapshot("slash_60x12", &frame(&mut app, 60, 12));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    let expected = |arguments: &str| Command::RunCommand {
+        session: Some(SESSION.to_owned()),
+        name: "review".to_owned(),
+        arguments: arguments.to_owned(),
+        agent: "build".to_owned(),
+        model: None,
+    };
+    assert_eq!(run, [expected("")]);
+
+    // With arguments the menu steps aside; tab completes a name.
+    type_text(&mut app, "/rev");
+    key(&mut app, KeyCode::Tab, KeyModifiers::NONE);
+    assert_eq!(app.input.text(), "/review ");
+    type_text(&mut app, "src/lib.rs");
+    assert!(app.slash_menu().is_empty());
+    assert_eq!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE), [expected("src/lib.rs")]);
+    type_text(&mut app, "/nothing");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.notice.as_deref(), Some("unknown command /nothing (/help lists them)"));
+}
+
+#[test]
+fn ctrl_p_finds_a_command_by_name_or_description_and_runs_it() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "side");
+    snapshot("palette_60x10", &frame(&mut app, 60, 10));
+    assert_eq!(app.palette("side"), [("sidebar".to_owned(), "show or hide the sidebar".to_owned())]);
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(app.sidebar, Some(true), "the 80-column default was hidden; running it shows the sidebar");
+    // By description: "last answer" is in /copy's.
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "last answer");
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(matches!(&run[..], [Command::Copy(_)]), "{run:?}");
+    key(&mut app, KeyCode::Char('p'), KeyModifiers::CONTROL);
+    type_text(&mut app, "zzz");
+    assert!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+}
+
+#[test]
+fn the_editor_takes_the_prompt_and_export_writes_the_transcript() {
+    let mut app = app();
+    type_text(&mut app, "draft");
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Char('e'), KeyModifiers::NONE), [Command::Editor("draft".to_owned())]);
+    app.update(Msg::Edited("a longer prompt\nover two lines\n".to_owned()));
+    assert_eq!(app.input.text(), "a longer prompt\nover two lines");
+
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Char('x'), KeyModifiers::NONE), [Command::Export(SESSION.to_owned())]);
+    let markdown = opencode_tui::app::transcript_markdown(&session(json!({})), &messages());
+    assert!(markdown.starts_with("# Fix the answer\n\n## User\n\nFix the answer in src/lib.rs\n\n"), "{markdown}");
+    assert!(markdown.contains("## Assistant (build · mock-model)\n\n**Tool: edit**\n\n```json\n{\n  \"filePath\": \"src/lib.rs\"\n}\n```\n\n```\nEdit applied.\n```"), "{markdown}");
+    assert!(markdown.ends_with("- the test passes\n\n"), "{markdown}");
+}
+
+#[test]
+fn ctrl_t_cycles_the_models_variants_and_the_prompt_carries_the_choice() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(app.notice.as_deref(), Some("this model has no variants"));
+    let providers = serde_json::from_value(json!({"providers": [{"id": "mock", "name": "Mock",
+        "models": {"mock-model": {"limit": {"context": 128000}, "variants": {"high": {}, "max": {}}}}}],
+        "default": {"mock": "mock-model"}}))
+    .unwrap();
+    app.update(Msg::Providers(providers));
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        seen.push(app.variant.clone());
+    }
+    assert_eq!(seen, [Some("high".to_owned()), Some("max".to_owned()), None]);
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+    assert_eq!(app.notice.as_deref(), Some("variant: high"));
+    type_text(&mut app, "think hard");
+    assert!(frame(&mut app, 80, 6).contains("mock-model high"), "the status line names the variant");
+    let sent = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert!(matches!(&sent[..], [Command::Prompt { variant: Some(v), .. }] if v == "high"), "{sent:?}");
+}
+
+#[test]
+fn ctrl_x_t_lists_the_themes_and_picks_one() {
+    let mut app = app();
+    app.theme_names = vec!["system".to_owned(), "night".to_owned()];
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    key(&mut app, KeyCode::Char('t'), KeyModifiers::NONE);
+    assert!(frame(&mut app, 60, 12).contains("Themes"));
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE), [Command::SetTheme("night".to_owned())]);
+    let theme = Theme { accent: ratatui::style::Color::Rgb(1, 2, 3), ..Theme::default() };
+    app.set_theme(theme);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal.draw(|f| opencode_tui::view::draw(f, &mut app)).unwrap();
+    let coloured =
+        terminal.backend().buffer().content().iter().any(|cell| cell.fg == ratatui::style::Color::Rgb(1, 2, 3));
+    assert!(coloured, "the transcript is drawn again in the new theme's colours");
+}
+
+#[test]
+fn ctrl_x_arrows_go_into_a_subagents_session_and_back() {
+    let mut app = app();
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Right, KeyModifiers::NONE), [Command::OpenChild(SESSION.to_owned())]);
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert!(key(&mut app, KeyCode::Left, KeyModifiers::NONE).is_empty());
+    assert_eq!(app.notice.as_deref(), Some("this is not a subagent's session"));
+
+    let child = session(json!({"id": "ses_0002", "parentID": SESSION, "title": "Find the tests (@general subagent)"}));
+    app.update(Msg::Opened(child, Vec::new()));
+    assert!(frame(&mut app, 80, 8).contains("Find the tests (@general subagent)  subagent · ctrl+x ← back"));
+    key(&mut app, KeyCode::Char('x'), KeyModifiers::CONTROL);
+    assert_eq!(key(&mut app, KeyCode::Left, KeyModifiers::NONE), [Command::OpenSession(SESSION.to_owned())]);
+}
+
+#[test]
+fn the_wheel_arrives_as_up_and_down_and_scrolls_the_transcript() {
+    let mut app = app();
+    let bottom = frame(&mut app, 60, 8);
+    key(&mut app, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(app.scroll, opencode_tui::app::WHEEL_ROWS);
+    assert_ne!(frame(&mut app, 60, 8), bottom);
+    key(&mut app, KeyCode::Down, KeyModifiers::NONE);
+    assert_eq!((app.scroll, frame(&mut app, 60, 8)), (0, bottom));
+    // In a prompt of several lines Up and Down move the cursor instead.
+    type_text(&mut app, "one");
+    key(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+    type_text(&mut app, "two");
+    key(&mut app, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(app.scroll, 0);
+}
+
+#[test]
+fn an_edit_diff_shows_side_by_side_on_a_wide_terminal() {
+    let mut app = app();
+    app.sidebar = Some(false);
+    let wide = frame(&mut app, 130, 24);
+    let row = wide.lines().find(|line| line.contains("-    41")).unwrap_or_else(|| panic!("{wide}"));
+    assert!(row.contains(" │ +    42"), "removed and added on one row:\n{wide}");
+    snapshot("split_diff_130x24", &wide);
+    let narrow = frame(&mut app, 80, 24);
+    assert!(narrow.contains("  -    41\n") && narrow.contains("  +    42\n"), "unified when narrow:\n{narrow}");
+}
+
+#[test]
+fn an_empty_session_costs_zero_not_minus_zero() {
+    let mut app = app();
+    app.update(Msg::Opened(session(json!({})), Vec::new()));
+    let wide = frame(&mut app, 130, 12);
+    assert!(wide.contains("$0.00 spent") && !wide.contains("-0.00"), "{wide}");
 }

@@ -1,0 +1,4 @@
+//! The single integration-test binary of `opencode-magic-context`.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly by design")]
+
+mod suite;
