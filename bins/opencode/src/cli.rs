@@ -89,6 +89,8 @@ pub enum Command {
     },
     /// Run the OpenCode-compatible HTTP API server, headless.
     Serve(ServeArgs),
+    /// Serve the Agent Client Protocol over stdio, for editors (Zed, JetBrains, Neovim plugins).
+    Acp(AcpArgs),
     /// Run the server with its web UI, print the UI's address and open it in a browser.
     Web(WebArgs),
     /// List models as provider/model.
@@ -165,6 +167,14 @@ pub struct ServeArgs {
     /// (repeatable; adds to config `server.allowed_hosts`; `.example.com` allows subdomains).
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AcpArgs {
+    /// The directory whose configuration the agent loads [default: the working directory]; each
+    /// session runs in the directory the editor names for it.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

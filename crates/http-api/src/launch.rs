@@ -19,6 +19,8 @@ use opencode_llm::LlmClient;
 use opencode_session_runtime::Plugins;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::StandardLocations;
+use opencode_session_runtime::StorePending;
+use opencode_session_runtime::StoreTodos;
 use opencode_session_runtime::ToolHost;
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
@@ -31,8 +33,6 @@ use crate::options::ServerOptions;
 use crate::runtime_driver::RuntimeDriver;
 use crate::server::Server;
 use crate::server::serve;
-use crate::services::StorePending;
-use crate::services::StoreTodos;
 use crate::state::ServerContext;
 
 /// Runs the API over the session runtime until SIGINT or SIGTERM, in `directory` (the instance of

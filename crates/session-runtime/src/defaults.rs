@@ -45,6 +45,16 @@ pub fn default_model(catalog: &Catalog, config: &Config, auth: &AuthStore, env: 
     if let Some(reference) = &config.model {
         return ModelChoice::parse(reference).ok();
     }
+    let candidates = callable_providers(catalog, config, auth, env);
+    let provider = candidates.first()?;
+    let model = best(provider, MODEL_PRIORITY)?;
+    Some(ModelChoice { provider: provider.id.clone(), model, variant: None })
+}
+
+/// The providers a turn can call, with models, most preferred first: custom or configured ones, or
+/// those with credentials (an environment key or `auth.json`); only the configured ones when config
+/// names any.
+pub fn callable_providers<'c>(catalog: &'c Catalog, config: &Config, auth: &AuthStore, env: &Env) -> Vec<&'c Provider> {
     let callable = |provider: &Provider| {
         provider.custom
             || config.provider.contains_key(&provider.id)
@@ -60,9 +70,7 @@ pub fn default_model(catalog: &Catalog, config: &Config, auth: &AuthStore, env: 
         config.provider.keys().filter_map(|id| catalog.provider(id)).filter(|p| callable(p)).collect()
     };
     candidates.retain(|p| !p.models.is_empty());
-    let provider = candidates.first()?;
-    let model = best(provider, MODEL_PRIORITY)?;
-    Some(ModelChoice { provider: provider.id.clone(), model, variant: None })
+    candidates
 }
 
 /// The small model for side requests such as titles (see the module docs).

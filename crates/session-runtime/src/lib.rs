@@ -16,6 +16,11 @@
 //!   once; retryable failures are retried a bounded number of times. After a crash, tool calls left
 //!   running are failed as interrupted, never re-run, and admitted prompts stay pending.
 //! - **Events.** Durable store events and live deltas on one bus ([`SessionRuntime::subscribe`]).
+//! - **Front ends.** What an editor or server shows of a session comes from here too: the agents and
+//!   catalog of a directory ([`SessionRuntime::agents`], [`SessionRuntime::catalog`]), the model the
+//!   next turn would use ([`SessionRuntime::next_model`]), switching agent or model without a prompt
+//!   ([`SessionRuntime::configure`]), and the store-backed permission requests and todo lists the
+//!   standard tools ask through ([`StorePending`], [`StoreTodos`]).
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), opencode_session_runtime::RuntimeError> {
@@ -55,6 +60,7 @@ mod projection;
 mod registry;
 mod runner;
 mod runtime;
+mod services;
 mod side;
 mod snapshots;
 mod store;
@@ -67,6 +73,7 @@ pub use compaction::CompactionPrompt;
 pub use compaction::CompactionSettings;
 pub use coordinator::DrainOutcome;
 pub use defaults::PROVIDER_PRIORITY;
+pub use defaults::callable_providers;
 pub use defaults::default_model;
 pub use defaults::small_model;
 pub use error::Result;
@@ -104,6 +111,8 @@ pub use runtime::RunResult;
 pub use runtime::RuntimeBuilder;
 pub use runtime::RuntimeOptions;
 pub use runtime::SessionRuntime;
+pub use services::StorePending;
+pub use services::StoreTodos;
 pub use snapshots::Undone;
 pub use snapshots::file_diff;
 pub use snapshots::undo_files;

@@ -1073,18 +1073,10 @@ impl Runner {
     /// directory), else the default; resolved through that directory's catalog.
     async fn model(&self, session: &Session, agent: &Agent) -> Result<TurnModel> {
         let settings = self.inner.settings(&session.directory)?;
-        let (provider, model, variant) = match (&session.model, &agent.model, &settings.config.model) {
-            (Some(chosen), _, _) => (chosen.provider_id.clone(), chosen.id.clone(), chosen.variant.clone()),
-            (None, Some(reference), _) | (None, None, Some(reference)) => {
-                let choice = crate::runtime::ModelChoice::parse(reference)?;
-                let variant = if agent.model.is_some() { agent.variant.clone() } else { None };
-                (choice.provider, choice.model, variant)
-            }
-            (None, None, None) => match settings.default_model(&self.inner) {
-                Some(choice) => (choice.provider, choice.model, None),
-                None => return Err(RuntimeError::NoModel { session: session.id.clone() }),
-            },
+        let Some(chosen) = settings.model_for(&self.inner, session, agent)? else {
+            return Err(RuntimeError::NoModel { session: session.id.clone() });
         };
+        let (provider, model, variant) = (chosen.provider, chosen.model, chosen.variant);
         let auth = self.inner.credentials(&provider).await?;
         let resolved =
             settings.catalog.resolve(&provider, &model, variant.as_deref(), auth.as_ref(), &self.inner.env)?;

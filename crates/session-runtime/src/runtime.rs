@@ -431,7 +431,7 @@ impl SessionRuntime {
     }
 
     /// The stored session (`NotFound` when unknown).
-    async fn session(&self, session_id: &str) -> Result<Session> {
+    pub async fn session(&self, session_id: &str) -> Result<Session> {
         let store = Arc::clone(&self.inner.store);
         let session_id = session_id.to_owned();
         blocking(move || {
@@ -439,6 +439,86 @@ impl SessionRuntime {
                 r.session(&session_id)?.ok_or_else(|| opencode_session_store::StoreError::NotFound {
                     kind: "session",
                     id: session_id.clone(),
+                })
+            })
+        })
+        .await
+    }
+
+    /// The agents that apply in `directory` (as sessions spell it): its own configuration's, else the
+    /// runtime's. Front ends offer the primary ones as modes.
+    pub fn agents(&self, directory: &Path) -> Result<Arc<Agents>> {
+        Ok(self.inner.settings(&directory.to_string_lossy())?.agents)
+    }
+
+    /// The configuration that applies in `directory` (as sessions spell it): its own, else the
+    /// runtime's (commands, agents, models a front end offers).
+    pub fn config(&self, directory: &Path) -> Result<Arc<Config>> {
+        Ok(self.inner.settings(&directory.to_string_lossy())?.config)
+    }
+
+    /// The model catalog that applies in `directory` (as sessions spell it), with its configuration
+    /// applied: the models and variants a front end offers.
+    pub fn catalog(&self, directory: &Path) -> Result<Arc<Catalog>> {
+        Ok(self.inner.settings(&directory.to_string_lossy())?.catalog)
+    }
+
+    /// Every model a turn in `directory` can call (see [`callable_providers`](crate::callable_providers)),
+    /// most preferred provider first, each provider's models in catalog order: a model picker's list.
+    pub fn models(&self, directory: &Path) -> Result<Vec<ModelChoice>> {
+        let settings = self.inner.settings(&directory.to_string_lossy())?;
+        let providers =
+            crate::defaults::callable_providers(&settings.catalog, &settings.config, &self.inner.auth, &self.inner.env);
+        Ok(providers
+            .iter()
+            .flat_map(|provider| {
+                provider.models.keys().map(|model| ModelChoice {
+                    provider: provider.id.clone(),
+                    model: model.clone(),
+                    variant: None,
+                })
+            })
+            .collect())
+    }
+
+    /// The model the session's next turn would use, chosen as the runner chooses it (the session's,
+    /// else its agent's, else config `model`, else the default); `None` when nothing names one and no
+    /// provider has credentials.
+    pub fn next_model(&self, session: &Session) -> Result<Option<ModelChoice>> {
+        let settings = self.inner.settings(&session.directory)?;
+        let agent = settings.agent(session.agent.as_deref())?;
+        settings.model_for(&self.inner, session, &agent)
+    }
+
+    /// Sets the agent and/or the model of the session's next turns without admitting a prompt (a
+    /// front end's mode or model picker). Both are checked against the session directory's
+    /// configuration and catalog first; nothing is written when either is unknown.
+    pub async fn configure(
+        &self,
+        session_id: &str,
+        agent: Option<String>,
+        model: Option<ModelChoice>,
+    ) -> Result<Session> {
+        let session = self.session(session_id).await?;
+        let settings = self.inner.settings(&session.directory)?;
+        if let Some(agent) = &agent {
+            settings.agent(Some(agent))?;
+        }
+        if let Some(model) = &model {
+            settings.catalog.model(&model.provider, &model.model)?;
+        }
+        let store = Arc::clone(&self.inner.store);
+        let session_id = session_id.to_owned();
+        blocking(move || {
+            store.write(|tx| {
+                tx.update_session(&session_id, |s| {
+                    if agent.is_some() {
+                        s.agent = agent;
+                    }
+                    if let Some(model) = model {
+                        s.model =
+                            Some(SessionModel { id: model.model, provider_id: model.provider, variant: model.variant });
+                    }
                 })
             })
         })
@@ -637,6 +717,24 @@ impl Settings {
     /// first provider with credentials.
     pub(crate) fn default_model(&self, inner: &Inner) -> Option<ModelChoice> {
         crate::defaults::default_model(&self.catalog, &self.config, &inner.auth, &inner.env)
+    }
+
+    /// The model of a turn of `session` under `agent`: the session's, else the agent's, else config
+    /// `model`, else the default (`None` when there is none).
+    pub(crate) fn model_for(&self, inner: &Inner, session: &Session, agent: &Agent) -> Result<Option<ModelChoice>> {
+        Ok(match (&session.model, &agent.model, &self.config.model) {
+            (Some(chosen), _, _) => Some(ModelChoice {
+                provider: chosen.provider_id.clone(),
+                model: chosen.id.clone(),
+                variant: chosen.variant.clone(),
+            }),
+            (None, Some(reference), _) | (None, None, Some(reference)) => {
+                let choice = ModelChoice::parse(reference)?;
+                let variant = if agent.model.is_some() { agent.variant.clone() } else { None };
+                Some(ModelChoice { variant, ..choice })
+            }
+            (None, None, None) => self.default_model(inner),
+        })
     }
 
     /// The agent named `name`, or the default one.

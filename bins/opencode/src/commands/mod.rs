@@ -1,5 +1,6 @@
 //! One module per command.
 
+mod acp;
 mod auth;
 mod debug;
 mod github;
@@ -39,6 +40,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Import { from_opencode: true, .. } => import::from_opencode(&context),
         Command::Import { file, .. } => sessions::import(&context, file.as_deref().unwrap_or(Path::new("-"))),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Acp(args) => acp::run(&context, args),
         Command::Web(args) => web::run(&context, args),
         Command::Models(args) => models::run(&context, &args),
         Command::Auth(command) => auth::run(&context, command),

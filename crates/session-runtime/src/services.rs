@@ -3,7 +3,8 @@
 //! and `permission.replied` when it settles), and [`StoreTodos`] keeps `todowrite` lists (with
 //! `todo.updated`), and loads a project's saved `always` approvals for
 //! [`Permissions::scoped`](opencode_tool_registry::Permissions::scoped). Both write through the store,
-//! so their events reach `/event` like every other committed event.
+//! so their events reach the runtime's bus (and the HTTP API's `/event`) like every other committed event.
+//! Every front end over one store uses these: the HTTP server, and the ACP agent.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use serde_json::Value;
 
 /// Pending requests of the tools, durable in the session store.
 ///
-/// Permission requests become store rows (the HTTP reply routes find and answer them there); questions
+/// Permission requests become store rows (front ends find and answer them there, e.g. the HTTP reply routes); questions
 /// have no store table and are kept in memory only. The requests asked by this process are also indexed
 /// in memory, which is what [`PendingStore::pending`] lists.
 pub struct StorePending {

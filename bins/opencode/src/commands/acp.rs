@@ -1,0 +1,46 @@
+//! `opencode acp [--cwd DIR]`: the Agent Client Protocol agent over stdio. Standard output carries
+//! protocol frames only; warnings go to standard error, which editors keep in their agent log.
+
+use std::path::PathBuf;
+
+use super::tokio_runtime;
+use crate::cli::AcpArgs;
+use crate::context::Context;
+use crate::error::CliError;
+
+pub fn run(context: &Context, args: AcpArgs) -> Result<(), CliError> {
+    let cwd = directory(context, args.cwd)?;
+    let runtime = tokio_runtime()?;
+    let env = context.env.clone();
+    let result = runtime.block_on(async move {
+        let setup_cwd = cwd.clone();
+        let engine = tokio::task::spawn_blocking(move || opencode_acp::engine(&env, &setup_cwd))
+            .await
+            .map_err(|err| CliError::Io(format!("set-up stopped: {err}")))?
+            .map_err(|err| CliError::Failed { message: err.to_string(), hint: err.hint().to_owned() })?;
+        for warning in &engine.warnings {
+            eprintln!("warning: {warning}");
+        }
+        engine.start_plugins();
+        opencode_acp::serve(engine, cwd, opencode_acp::Stdio::new()).await.map_err(|err| CliError::Failed {
+            message: format!("the ACP connection failed: {err}"),
+            hint: "check the editor's agent log; the session data is kept".to_owned(),
+        })
+    });
+    // Nothing is left to wait for once the client is gone.
+    runtime.shutdown_background();
+    result
+}
+
+/// `--cwd` made absolute (editors may pass a relative one), else the working directory.
+fn directory(context: &Context, cwd: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    let Some(cwd) = cwd else { return Ok(context.cwd.clone()) };
+    let cwd = context.cwd.join(cwd);
+    if !cwd.is_dir() {
+        return Err(CliError::usage(
+            format!("--cwd {} is not a directory", cwd.display()),
+            "pass the project directory the editor has open",
+        ));
+    }
+    Ok(cwd)
+}

@@ -1,0 +1,116 @@
+//! `opencode acp` driven by the official TypeScript ACP client (`@agentclientprotocol/sdk`, installed
+//! from npm by the test): initialize, a new session, a prompt with a tool call whose permission the
+//! client grants, cancel, set mode, set model, and the session loaded in a fresh agent with its
+//! history replayed. Skipped with a notice without node/npm; required under `CI`.
+
+use std::path::Path;
+use std::process::Command;
+
+use opencode_mock_provider::{MockProvider, MockResponse};
+use serde_json::{Value, json};
+
+use super::support::{Home, stdout};
+
+/// The SDK release the test is written against.
+const SDK: &str = "@agentclientprotocol/sdk@2.4.0";
+
+fn sdk() -> Option<std::path::PathBuf> {
+    opencode_mock_provider::peer::npm_install(Path::new(env!("CARGO_TARGET_TMPDIR")), SDK)
+}
+
+/// The mock (`mock/m`, `mock/r`) and a second provider answering title requests, so that the
+/// scripted turns are served in order.
+fn config(mock: &MockProvider, titles: &MockProvider) -> String {
+    let provider = |url: String, models: Value| json!({"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": url, "apiKey": "x"}, "models": models});
+    json!({
+        "provider": {
+            "mock": provider(format!("{}/v1", mock.base_url()), json!({"m": {"tool_call": true}, "r": {"tool_call": true}})),
+            "titles": provider(format!("{}/v1", titles.base_url()), json!({"t": {}}))
+        },
+        "model": "mock/m",
+        "small_model": "titles/t",
+        "permission": {"bash": "ask"}
+    })
+    .to_string()
+}
+
+/// The session updates of `kind`.
+fn of_kind<'a>(updates: &'a Value, kind: &str) -> Vec<&'a Value> {
+    updates.as_array().unwrap().iter().map(|n| &n["update"]).filter(|u| u["sessionUpdate"] == kind).collect()
+}
+
+fn text_of(updates: &Value, kind: &str) -> String {
+    of_kind(updates, kind).iter().filter_map(|u| u["content"]["text"].as_str()).collect()
+}
+
+#[test]
+fn the_official_typescript_client_drives_opencode_acp() {
+    let Some(prefix) = sdk() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (mock, titles) =
+        runtime.block_on(async { (MockProvider::start().await.unwrap(), MockProvider::start().await.unwrap()) });
+    titles.respond_with(|_| MockResponse::chat_text("A title"));
+    let call = json!({"command": "echo e2e-ok", "description": "Print a word"});
+    let stalled = json!({"id": "c", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Thinking"}}]});
+    mock.push_all([
+        MockResponse::chat_tool_calls(&[("call_1", "bash", call)], Some((50, 5))),
+        MockResponse::chat_text("Done."),
+        MockResponse::sse([stalled.to_string()]).then_stall(),
+    ]);
+    let home = Home::new();
+    // The script sits beside the installed SDK, so that Node resolves the package from there.
+    let script = prefix.join("acp-client.mjs");
+    std::fs::write(&script, include_str!("../acp/client.mjs")).unwrap();
+    let output = Command::new("node")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_opencode"))
+        .arg(home.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path().join("home"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .env("OPENCODE_CONFIG_CONTENT", config(&mock, &titles))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let seen: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+
+    assert_eq!(seen["init"]["agentInfo"]["name"], "opencode");
+    assert_eq!(seen["init"]["agentCapabilities"]["loadSession"], true);
+    assert_eq!(seen["created"]["modes"]["currentModeId"], "build");
+    assert_eq!(seen["ran"]["stopReason"], "end_turn");
+    let updates = &seen["updates"];
+    let titles: Vec<&str> = of_kind(updates, "tool_call_update")
+        .iter()
+        .chain(of_kind(updates, "tool_call").iter())
+        .filter_map(|u| u["title"].as_str())
+        .collect();
+    assert!(titles.contains(&"echo e2e-ok"), "{titles:?}");
+    assert!(of_kind(updates, "tool_call").iter().all(|u| u["kind"] == "execute"));
+    let completed = of_kind(updates, "tool_call_update").into_iter().find(|u| u["status"] == "completed").unwrap();
+    assert!(completed["rawOutput"]["output"].as_str().unwrap().contains("e2e-ok"), "{completed}");
+    let permission = &seen["permissions"][0];
+    assert_eq!(permission["toolCall"]["toolCallId"], "call_1");
+    let kinds: Vec<&str> =
+        permission["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert!(text_of(updates, "agent_message_chunk").contains("Done."));
+    assert_eq!(seen["cancelled"]["stopReason"], "cancelled");
+    let options = seen["model"]["configOptions"].as_array().unwrap();
+    let current = |id: &str| options.iter().find(|o| o["id"] == id).unwrap()["currentValue"].clone();
+    assert_eq!((current("mode"), current("model")), (json!("plan"), json!("mock/r")));
+
+    // Loaded in a fresh agent: the whole history comes back.
+    let replayed = &seen["replayed"];
+    assert!(text_of(replayed, "user_message_chunk").contains("run the command"), "{replayed}");
+    assert!(text_of(replayed, "user_message_chunk").contains("take your time"), "{replayed}");
+    let call = of_kind(replayed, "tool_call").into_iter().find(|u| u["toolCallId"] == "call_1").unwrap();
+    assert_eq!((call["title"].as_str(), call["status"].as_str()), (Some("echo e2e-ok"), Some("completed")));
+    assert!(text_of(replayed, "agent_message_chunk").contains("Done."));
+    assert_eq!(seen["loaded"]["modes"]["currentModeId"], "plan");
+    assert_eq!(seen["exits"], json!([0, 0]));
+
+    // The editor's session is the project's: `opencode session list` shows it.
+    let listed = home.opencode(&["session", "list", "--format", "json"]).output().unwrap();
+    assert!(stdout(&listed).contains(seen["sessionId"].as_str().unwrap()), "{}", stdout(&listed));
+}

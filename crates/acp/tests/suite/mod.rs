@@ -1,0 +1,5 @@
+mod bad_input;
+mod permissions;
+mod prompt;
+mod sessions;
+mod support;
