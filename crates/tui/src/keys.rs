@@ -141,9 +141,55 @@ impl Keymap {
         self.leader.iter().any(|chord| chord.matches(key, false))
     }
 
+    /// The keys bound to `action` as a person reads them (`ctrl+x n`), alternatives joined by ` / `;
+    /// empty when it is unbound.
+    pub fn describe(&self, action: Action) -> String {
+        let leader = self.leader.first().map(|chord| name(*chord)).unwrap_or_default();
+        let keys: Vec<String> = self
+            .bindings
+            .iter()
+            .filter(|(_, bound)| *bound == action)
+            .map(|(chord, _)| if chord.leader { format!("{leader} {}", name(*chord)) } else { name(*chord) })
+            .collect();
+        keys.join(" / ")
+    }
+
     pub fn action(&self, key: KeyEvent, after_leader: bool) -> Option<Action> {
         self.bindings.iter().find(|(chord, _)| chord.matches(key, after_leader)).map(|(_, action)| *action)
     }
+}
+
+/// How a chord is written in tui.json (`ctrl+x`, `shift+tab`, `pageup`), without the leader.
+fn name(chord: Chord) -> String {
+    let mut out = String::new();
+    for (flag, word) in [
+        (KeyModifiers::CONTROL, "ctrl+"),
+        (KeyModifiers::ALT, "alt+"),
+        (KeyModifiers::SUPER, "super+"),
+        (KeyModifiers::SHIFT, "shift+"),
+    ] {
+        if chord.modifiers.contains(flag) {
+            out.push_str(word);
+        }
+    }
+    let key = match chord.code {
+        KeyCode::BackTab => "shift+tab".to_owned(),
+        KeyCode::Tab => "tab".to_owned(),
+        KeyCode::Enter => "enter".to_owned(),
+        KeyCode::Esc => "esc".to_owned(),
+        KeyCode::Char(' ') => "space".to_owned(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Up => "↑".to_owned(),
+        KeyCode::Down => "↓".to_owned(),
+        KeyCode::Left => "←".to_owned(),
+        KeyCode::Right => "→".to_owned(),
+        KeyCode::PageUp => "pageup".to_owned(),
+        KeyCode::PageDown => "pagedown".to_owned(),
+        KeyCode::F(n) => format!("f{n}"),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    out.push_str(&key);
+    out
 }
 
 /// `"ctrl+x,<leader>n"` as chords; `"none"` is no chord.
@@ -237,6 +283,11 @@ mod tests {
         assert_eq!(keys.action(press(KeyCode::BackTab, KeyModifiers::SHIFT), false), Some(Action::AgentCycleReverse));
         assert_eq!(keys.action(press(KeyCode::Char('p'), KeyModifiers::CONTROL), false), Some(Action::CommandList));
         assert_eq!(keys.action(press(KeyCode::Right, KeyModifiers::NONE), true), Some(Action::SessionChildCycle));
+        assert_eq!(keys.describe(Action::AppExit), "ctrl+c / ctrl+d / ctrl+x q");
+        assert_eq!(keys.describe(Action::AgentCycleReverse), "shift+tab");
+        let (rebound, _) = Keymap::with(&serde_json::json!({"leader": "ctrl+g", "messages_copy": "none"}));
+        assert_eq!(rebound.describe(Action::SessionNew), "ctrl+g n");
+        assert_eq!(rebound.describe(Action::MessagesCopy), "");
     }
 
     #[test]

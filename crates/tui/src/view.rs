@@ -385,36 +385,49 @@ fn list(
 }
 
 fn help(frame: &mut Frame, app: &App, area: Rect) {
-    let popup = centered(area, 64, 29);
+    use crate::keys::Action;
+    // Keys as bound now (tui.json may have changed them), with the slash command beside.
+    let bound = |action: Action, command: &str| {
+        let keys = app.keymap.describe(action);
+        match (keys.is_empty(), command.is_empty()) {
+            (true, _) => command.to_owned(),
+            (false, true) => keys,
+            (false, false) => format!("{keys}  {command}"),
+        }
+    };
     let rows = [
-        ("enter", "send the prompt (alt+enter or ctrl+j: new line)"),
-        ("tab / shift+tab", "next / previous agent"),
-        ("esc", "interrupt the running turn"),
-        ("pageup / pagedown", "scroll"),
-        ("ctrl+x n  /new", "new session"),
-        ("ctrl+x l  /sessions", "switch session"),
-        ("ctrl+p", "all commands, searchable"),
-        ("ctrl+x m  /models", "choose the model"),
-        ("ctrl+t", "next variant of the model"),
-        ("ctrl+x a  /agents", "choose the agent"),
-        ("ctrl+x b  /sidebar", "show or hide the sidebar"),
-        ("ctrl+x t  /themes", "choose the colours"),
-        ("ctrl+x y  /copy", "copy the last answer (OSC 52)"),
-        ("ctrl+x e  /editor", "write the prompt in $EDITOR"),
-        ("ctrl+x x  /export", "save the transcript as markdown"),
-        ("@path", "attach a file (tab completes)"),
-        ("ctrl+x → / ←", "into a subagent's session / back"),
-        ("ctrl+x u  /undo", "undo the last prompt"),
-        ("ctrl+x r  /redo", "restore what undo removed"),
-        ("ctrl+x c  /compact", "compact the history"),
-        ("/thinking", "show or hide reasoning"),
-        ("!command", "run a shell command in the session"),
-        ("ctrl+c  /exit", "quit"),
+        ("enter".to_owned(), "send the prompt (alt+enter: a new line)"),
+        (bound(Action::AgentCycle, ""), "next agent"),
+        (bound(Action::SessionInterrupt, ""), "interrupt the running turn"),
+        (bound(Action::MessagesPageUp, ""), "scroll up (the wheel too)"),
+        (bound(Action::CommandList, ""), "all commands, searchable"),
+        (bound(Action::SessionNew, "/new"), "new session"),
+        (bound(Action::SessionList, "/sessions"), "switch session"),
+        (bound(Action::ModelList, "/models"), "choose the model"),
+        (bound(Action::VariantCycle, ""), "next variant of the model"),
+        (bound(Action::AgentList, "/agents"), "choose the agent"),
+        (bound(Action::SidebarToggle, "/sidebar"), "show or hide the sidebar"),
+        (bound(Action::ThemeList, "/themes"), "choose the colours"),
+        (bound(Action::MessagesCopy, "/copy"), "copy the last answer (OSC 52)"),
+        (bound(Action::EditorOpen, "/editor"), "write the prompt in $EDITOR"),
+        (bound(Action::SessionExport, "/export"), "save the transcript as markdown"),
+        ("@path".to_owned(), "attach a file (tab completes)"),
+        (bound(Action::SessionChildCycle, ""), "into a subagent's session"),
+        (bound(Action::SessionParent, ""), "back to its parent"),
+        (bound(Action::MessagesUndo, "/undo"), "undo the last prompt"),
+        (bound(Action::MessagesRedo, "/redo"), "restore what undo removed"),
+        (bound(Action::SessionCompact, "/compact"), "compact the history"),
+        ("/thinking".to_owned(), "show or hide reasoning"),
+        ("!command".to_owned(), "run a shell command in the session"),
+        (bound(Action::AppExit, "/exit"), "quit"),
     ];
+    let column = rows.iter().map(|(keys, _)| keys.chars().count()).max().unwrap_or(0) + 2;
+    let described = rows.iter().map(|(_, what)| what.chars().count()).max().unwrap_or(0);
+    let popup = centered(area, (column + described + 3) as u16, rows.len() as u16 + 2);
     let lines: Vec<Line> = rows
         .iter()
         .map(|(keys, what)| {
-            Line::from(vec![Span::styled(format!(" {keys:<22}"), app.theme.accent()), Span::raw(*what)])
+            Line::from(vec![Span::styled(format!(" {keys:<column$}"), app.theme.accent()), Span::raw(*what)])
         })
         .collect();
     let block = Block::default().borders(Borders::ALL).title(" Help · any key closes ");

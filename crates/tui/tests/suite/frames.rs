@@ -497,3 +497,14 @@ fn an_empty_session_costs_zero_not_minus_zero() {
     let wide = frame(&mut app, 130, 12);
     assert!(wide.contains("$0.00 spent") && !wide.contains("-0.00"), "{wide}");
 }
+
+#[test]
+fn help_shows_the_keys_as_bound_now() {
+    let mut app = app();
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::CONTROL)));
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Char('h'), KeyModifiers::NONE)));
+    snapshot("help_80x32", &frame(&mut app, 80, 32));
+    app.keymap = opencode_tui::keys::Keymap::with(&json!({"leader": "ctrl+g", "session_new": "f2"})).0;
+    let rebound = frame(&mut app, 80, 32);
+    assert!(rebound.contains(" f2  /new ") && rebound.contains(" ctrl+g l  /sessions "), "{rebound}");
+}
