@@ -612,21 +612,17 @@ impl App {
 
     fn models_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
         let models = self.models();
-        match key.code {
-            KeyCode::Up => self.overlay = Overlay::Models { selected: selected.saturating_sub(1) },
-            KeyCode::Down => {
-                self.overlay = Overlay::Models { selected: (selected + 1).min(models.len().saturating_sub(1)) };
-            }
-            KeyCode::Enter => {
+        match pick(key, selected, models.len()) {
+            Pick::Moved(selected) => self.overlay = Overlay::Models { selected },
+            Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
-                if let Some((provider, model)) = models.get(selected) {
-                    self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
-                    // Variants belong to a model.
-                    self.variant = None;
-                }
+                let (provider, model) = &models[at];
+                self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
+                // Variants belong to a model.
+                self.variant = None;
             }
-            KeyCode::Esc => self.overlay = Overlay::None,
-            _ => {}
+            Pick::Closed => self.overlay = Overlay::None,
+            Pick::Other => {}
         }
         Vec::new()
     }
@@ -681,11 +677,7 @@ impl App {
     /// description contains it (any case), as `(name, description)`.
     pub fn palette(&self, query: &str) -> Vec<(String, String)> {
         let query = query.to_lowercase();
-        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
-        BUILT_IN_COMMANDS
-            .iter()
-            .copied()
-            .chain(configured)
+        self.all_commands()
             .filter(|(name, description)| {
                 name.to_lowercase().contains(&query) || description.to_lowercase().contains(&query)
             })
@@ -724,18 +716,14 @@ impl App {
     }
 
     fn themes_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
-        let last = self.theme_names.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Up => self.overlay = Overlay::Themes { selected: selected.saturating_sub(1) },
-            KeyCode::Down => self.overlay = Overlay::Themes { selected: (selected + 1).min(last) },
-            KeyCode::Enter => {
+        match pick(key, selected, self.theme_names.len()) {
+            Pick::Moved(selected) => self.overlay = Overlay::Themes { selected },
+            Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
-                if let Some(name) = self.theme_names.get(selected) {
-                    return vec![Command::SetTheme(name.clone())];
-                }
+                return vec![Command::SetTheme(self.theme_names[at].clone())];
             }
-            KeyCode::Esc => self.overlay = Overlay::None,
-            _ => {}
+            Pick::Closed => self.overlay = Overlay::None,
+            Pick::Other => {}
         }
         Vec::new()
     }
@@ -747,18 +735,14 @@ impl App {
     }
 
     fn agents_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
-        let last = self.agents.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Up => self.overlay = Overlay::Agents { selected: selected.saturating_sub(1) },
-            KeyCode::Down => self.overlay = Overlay::Agents { selected: (selected + 1).min(last) },
-            KeyCode::Enter => {
+        match pick(key, selected, self.agents.len()) {
+            Pick::Moved(selected) => self.overlay = Overlay::Agents { selected },
+            Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
-                if selected < self.agents.len() {
-                    self.agent = selected;
-                }
+                self.agent = at;
             }
-            KeyCode::Esc => self.overlay = Overlay::None,
-            _ => {}
+            Pick::Closed => self.overlay = Overlay::None,
+            Pick::Other => {}
         }
         Vec::new()
     }
@@ -808,18 +792,14 @@ impl App {
     }
 
     fn sessions_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
-        let last = self.sessions.len().saturating_sub(1);
-        match key.code {
-            KeyCode::Up => self.overlay = Overlay::Sessions { selected: selected.saturating_sub(1) },
-            KeyCode::Down => self.overlay = Overlay::Sessions { selected: (selected + 1).min(last) },
-            KeyCode::Enter => {
+        match pick(key, selected, self.sessions.len()) {
+            Pick::Moved(selected) => self.overlay = Overlay::Sessions { selected },
+            Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
-                if let Some(session) = self.sessions.get(selected) {
-                    return vec![Command::OpenSession(session.id.clone())];
-                }
+                return vec![Command::OpenSession(self.sessions[at].id.clone())];
             }
-            KeyCode::Esc => self.overlay = Overlay::None,
-            _ => {}
+            Pick::Closed => self.overlay = Overlay::None,
+            Pick::Other => {}
         }
         Vec::new()
     }
@@ -922,6 +902,12 @@ impl App {
         Vec::new()
     }
 
+    /// The built-in commands, then the configured ones, as `(name, description)`.
+    fn all_commands(&self) -> impl Iterator<Item = (&str, &str)> {
+        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
+        BUILT_IN_COMMANDS.iter().copied().chain(configured)
+    }
+
     /// The `/` menu while a command name is typed at the start of the prompt: the built-in and the
     /// configured commands whose name starts with what is typed, as `(name, description)`.
     pub fn slash_menu(&self) -> Vec<(String, String)> {
@@ -930,11 +916,7 @@ impl App {
         if typed.contains(char::is_whitespace) || !self.input.at_end() {
             return Vec::new();
         }
-        let configured = self.commands.iter().map(|c| (c.name.as_str(), c.description.as_deref().unwrap_or("")));
-        BUILT_IN_COMMANDS
-            .iter()
-            .copied()
-            .chain(configured)
+        self.all_commands()
             .filter(|(name, _)| name.starts_with(typed))
             .map(|(name, description)| (name.to_owned(), description.to_owned()))
             .collect()
@@ -1050,6 +1032,27 @@ pub fn transcript_markdown(session: &Session, messages: &[Message]) -> String {
         }
     }
     out
+}
+
+/// What a key does in a list dialog.
+enum Pick {
+    /// The highlight moved to this row.
+    Moved(usize),
+    /// Enter on this row.
+    Chosen(usize),
+    Closed,
+    Other,
+}
+
+/// Up/Down move within `len` rows, Enter chooses the highlighted one (when there is one), Esc closes.
+fn pick(key: KeyEvent, selected: usize, len: usize) -> Pick {
+    match key.code {
+        KeyCode::Up => Pick::Moved(selected.saturating_sub(1)),
+        KeyCode::Down => Pick::Moved((selected + 1).min(len.saturating_sub(1))),
+        KeyCode::Enter if selected < len => Pick::Chosen(selected),
+        KeyCode::Enter | KeyCode::Esc => Pick::Closed,
+        _ => Pick::Other,
+    }
 }
 
 /// The session's changed files from its user messages' turn diffs (a later turn's entry for a file
