@@ -89,6 +89,7 @@
 pub mod browser;
 mod cassette;
 mod fixtures;
+pub mod git;
 pub mod peer;
 pub mod prefix_cache;
 mod response;

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::Mutex;
 
@@ -189,20 +188,7 @@ pub(super) fn github_run(home: &Home, mock: &MockProvider, name: &str, event: &P
     command
 }
 
-pub(super) fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Ana")
-        .env("GIT_AUTHOR_EMAIL", "ana@example.com")
-        .env("GIT_COMMITTER_NAME", "Ana")
-        .env("GIT_COMMITTER_EMAIL", "ana@example.com")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
+pub(super) use opencode_mock_provider::git::git;
 
 /// The home's work directory as Actions checks a repository out: a clone of a bare `origin` (in
 /// the home) on `main`, which also has a branch `feature` one commit ahead; the bare remote.

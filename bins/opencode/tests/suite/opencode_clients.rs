@@ -4,7 +4,6 @@
 //! with a notice without the OpenCode binary or tmux; required under `CI`.
 
 use std::path::Path;
-use std::process::Command;
 use std::process::Stdio;
 use std::time::Duration;
 use std::time::Instant;
@@ -48,7 +47,7 @@ fn attached(extra: Value) -> Option<Attached> {
     let (rt, mock) = mock();
     let home = Home::new();
     project(&home, &mock, extra);
-    git_init(&home.work());
+    opencode_mock_provider::git::init_committed(&home.work());
     let server = home.serve();
     let tui = their_tui(&opencode, &home, &server.url)?;
     Some(Attached { tui, server, home, mock, opencode, _rt: rt })
@@ -121,7 +120,7 @@ fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
     let other = home.work().join("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::copy(home.work().join("opencode.json"), other.join("opencode.json")).unwrap();
-    git_init(&other);
+    opencode_mock_provider::git::init_committed(&other);
     drop(tui);
     let Some(tui) = their_tui_in(&opencode, &home, &server.url, &other) else { return };
     let turns_before = tool_turns(&mock);
@@ -253,7 +252,7 @@ fn a_write_turn_in_a_git_project_records_the_same_snapshots_and_undo_removes_the
     });
     let home = Home::new();
     project(&home, &mock, json!({}));
-    git_init(&home.work());
+    opencode_mock_provider::git::init_committed(&home.work());
     let hello = home.work().join("hello.txt");
     let mut runs = Vec::new();
     for server in [theirs(&opencode, &home), home.serve()] {
@@ -461,15 +460,4 @@ fn wait_for_sessions(url: &str, work: &Path, done: impl Fn(&[String]) -> bool) {
         assert!(Instant::now() < deadline, "sessions never as expected: {titles:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Makes `dir` a git repository of its own (a project of its own).
-fn git_init(dir: &Path) {
-    let git = |args: &[&str]| {
-        let status = Command::new("git").args(args).current_dir(dir).stdout(Stdio::null()).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    git(&["add", "."]);
-    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"]);
 }

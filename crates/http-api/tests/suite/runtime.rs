@@ -366,26 +366,10 @@ async fn health_reports_the_runtime_caches_under_the_configured_budget() {
     assert_eq!(memory["allocator"], Value::Null);
 }
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let status = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
 #[tokio::test]
 async fn undo_puts_back_the_files_a_turn_wrote_and_redo_brings_them_back() {
     let t = start_runtime(json!({})).await;
-    git(&t.dir, &["init", "--quiet"]);
-    git(&t.dir, &["add", "."]);
-    git(&t.dir, &["commit", "--quiet", "-m", "start"]);
+    opencode_mock_provider::git::init_committed(&t.dir);
     let id = t.session().await;
     let mut events = t.events().await;
     t.mock.push(tool_call("call_1", "write", json!({ "filePath": "hello.txt", "content": "hi there\n" })));

@@ -1,7 +1,6 @@
 //! Work-tree snapshots around steps in a git project: the step parts carry the trees, a step that
 //! wrote a file gets a patch part, and the turn's and session's diffs follow with `session.diff`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use opencode_config::Config;
@@ -14,24 +13,11 @@ use opencode_tool_registry::Permissions;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
+use opencode_mock_provider::git::git;
+
 use super::support::history;
 use super::support::text;
 use super::support::tool_call;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
-}
 
 /// A committed git project, and a runtime with the standard tools (`extra` merged into config).
 async fn git_project(
@@ -46,10 +32,8 @@ async fn git_project(
     let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    git(project.path(), &["init", "--quiet"]);
     std::fs::write(project.path().join("README.md"), "# p\n").unwrap();
-    git(project.path(), &["add", "."]);
-    git(project.path(), &["commit", "--quiet", "-m", "start"]);
+    opencode_mock_provider::git::init_committed(project.path());
     let mut config = json!({
         "model": "mock/m",
         "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
@@ -99,7 +83,7 @@ async fn a_step_that_writes_a_file_records_its_trees_its_patch_and_the_turns_dif
     assert_eq!(diff.data["diff"][0]["file"], "hello.txt");
 
     // The user's repository is as the agent left the files: nothing staged, no commit.
-    assert_eq!(git(project.path(), &["status", "--porcelain"]), "?? hello.txt\n");
+    assert_eq!(git(project.path(), &["status", "--porcelain"]), "?? hello.txt");
     assert!(data.path().join("data/snapshot").is_dir());
 }
 

@@ -1,27 +1,10 @@
 //! Snapshots of a real git work tree: what changed, the diff between two trees, undo and redo of
 //! files, and the user's own repository left as it was.
 
-use std::path::Path;
-use std::process::Command;
-
+use opencode_mock_provider::git::git;
 use opencode_snapshot::ChangeKind;
 use opencode_snapshot::Snapshots;
 use pretty_assertions::assert_eq;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap()
-}
 
 /// A work tree with a committed `a.txt`, an ignored `build/`; its snapshots under `data`.
 fn project() -> (tempfile::TempDir, Snapshots) {
@@ -68,7 +51,7 @@ fn a_step_s_changes_are_listed_and_diffed_per_file() {
     assert!(diff[1].patch.contains("+fresh\n"), "{}", diff[1].patch);
 
     // The user's repository saw nothing: no new objects staged, the same status.
-    assert_eq!(git(&work, &["status", "--porcelain"]), " M a.txt\n?? new.txt\n");
+    assert_eq!(git(&work, &["status", "--porcelain"]), " M a.txt\n?? new.txt");
 }
 
 #[test]
