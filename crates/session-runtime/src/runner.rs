@@ -850,7 +850,7 @@ impl Runner {
         };
         let changed = match (&after, &snapshot.before) {
             (Some(after), Some(before)) if after != before => {
-                snapshots::changed_files(snapshot.snapshots.as_ref(), Some(before)).await
+                snapshots::changed_files(snapshot.snapshots.as_ref(), before, after).await
             }
             _ => Vec::new(),
         };

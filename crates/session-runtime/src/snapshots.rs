@@ -53,10 +53,11 @@ pub(crate) async fn track(snapshots: Option<&Snapshots>) -> Option<String> {
     tracked.inspect_err(|err| tracing::warn!("{err}; the step goes on without a snapshot")).ok()
 }
 
-/// The files a step changed since `before`, as absolute paths (empty when none or unknown).
-pub(crate) async fn changed_files(snapshots: Option<&Snapshots>, before: Option<&str>) -> Vec<String> {
-    let (Some(snapshots), Some(before)) = (snapshots.cloned(), before.map(str::to_owned)) else { return Vec::new() };
-    let changed = tokio::task::spawn_blocking(move || snapshots.changed_files(&before)).await;
+/// The files that differ between trees `before` and `after`, as absolute paths (empty when unknown).
+pub(crate) async fn changed_files(snapshots: Option<&Snapshots>, before: &str, after: &str) -> Vec<String> {
+    let Some(snapshots) = snapshots.cloned() else { return Vec::new() };
+    let (before, after) = (before.to_owned(), after.to_owned());
+    let changed = tokio::task::spawn_blocking(move || snapshots.changed_files(&before, &after)).await;
     match changed {
         Ok(Ok(files)) => files.into_iter().map(|file| file.to_string_lossy().into_owned()).collect(),
         Ok(Err(err)) => {

@@ -78,11 +78,9 @@ impl Snapshots {
         self.git(&["write-tree"])
     }
 
-    /// The files that differ between tree `from` and the work tree now, as absolute paths.
-    pub fn changed_files(&self, from: &str) -> Result<Vec<PathBuf>> {
-        self.git(&["add", "--all", "."])?;
-        let names =
-            self.git(&["diff", "--cached", "--no-ext-diff", "--no-renames", "--name-only", "-z", from, "--", "."])?;
+    /// The files that differ between trees `from` and `to`, as absolute paths.
+    pub fn changed_files(&self, from: &str, to: &str) -> Result<Vec<PathBuf>> {
+        let names = self.git(&["diff", "--no-ext-diff", "--no-renames", "--name-only", "-z", from, to, "--", "."])?;
         Ok(names.split('\0').filter(|name| !name.is_empty()).map(|name| self.worktree.join(name)).collect())
     }
 

@@ -36,11 +36,11 @@ fn a_step_s_changes_are_listed_and_diffed_per_file() {
     std::fs::write(work.join("a.txt"), "one\n2\n").unwrap();
     std::fs::write(work.join("new.txt"), "fresh\n").unwrap();
     std::fs::write(work.join("build/more.bin"), "ignored too").unwrap();
-    let mut changed = snapshots.changed_files(&before).unwrap();
+    let after = snapshots.track().unwrap();
+    let mut changed = snapshots.changed_files(&before, &after).unwrap();
     changed.sort();
     assert_eq!(changed, [work.join("a.txt"), work.join("new.txt")]);
 
-    let after = snapshots.track().unwrap();
     let diff = snapshots.diff(&before, &after).unwrap();
     assert_eq!(
         diff.iter().map(|d| (d.file.as_str(), d.kind, d.additions, d.deletions)).collect::<Vec<_>>(),
@@ -61,10 +61,9 @@ fn undo_puts_files_back_and_redo_restores_what_undo_saved() {
     let before = snapshots.track().unwrap();
     std::fs::write(work.join("a.txt"), "changed\n").unwrap();
     std::fs::write(work.join("new.txt"), "fresh\n").unwrap();
-    let files = snapshots.changed_files(&before).unwrap();
-
     // Undo: the state before is saved, then the patch's files go back.
     let saved = snapshots.track().unwrap();
+    let files = snapshots.changed_files(&before, &saved).unwrap();
     snapshots.revert(&[(before.clone(), files)]).unwrap();
     assert_eq!(std::fs::read_to_string(work.join("a.txt")).unwrap(), "one\ntwo\n");
     assert!(!work.join("new.txt").exists());
@@ -89,10 +88,11 @@ fn the_first_patch_naming_a_file_decides_what_it_goes_back_to() {
     let work = snapshots.worktree().to_owned();
     let first = snapshots.track().unwrap();
     std::fs::write(work.join("a.txt"), "step one\n").unwrap();
-    let one = snapshots.changed_files(&first).unwrap();
     let second = snapshots.track().unwrap();
+    let one = snapshots.changed_files(&first, &second).unwrap();
     std::fs::write(work.join("a.txt"), "step two\n").unwrap();
-    let two = snapshots.changed_files(&second).unwrap();
+    let third = snapshots.track().unwrap();
+    let two = snapshots.changed_files(&second, &third).unwrap();
     snapshots.revert(&[(first, one), (second, two)]).unwrap();
     assert_eq!(std::fs::read_to_string(work.join("a.txt")).unwrap(), "one\ntwo\n");
 }
