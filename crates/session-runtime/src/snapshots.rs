@@ -150,5 +150,5 @@ pub fn undo_files(
         .collect();
     snapshots.revert(&patches)?;
     let now = snapshots.track()?;
-    Ok(Undone { text: snapshots.diff_text(&saved)?, changes: snapshots.diff(&now, &saved)?, saved })
+    Ok(Undone { text: snapshots.diff_text(&saved, &now)?, changes: snapshots.diff(&now, &saved)?, saved })
 }

@@ -117,10 +117,9 @@ impl Snapshots {
         Ok(changes)
     }
 
-    /// The unified diff from tree `from` to the work tree now (what an undo changed, shown on redo).
-    pub fn diff_text(&self, from: &str) -> Result<String> {
-        self.git(&["add", "--all", "."])?;
-        self.git_raw(&["diff", "--cached", "--no-ext-diff", "--no-renames", from, "--", "."])
+    /// The unified diff from tree `from` to tree `to` (what an undo changed, shown on redo).
+    pub fn diff_text(&self, from: &str, to: &str) -> Result<String> {
+        self.git_raw(&["diff", "--no-ext-diff", "--no-renames", from, to, "--", "."])
     }
 
     /// Puts files back as they were: for each `(tree, files)` in order, each file not yet put back

@@ -68,7 +68,7 @@ fn undo_puts_files_back_and_redo_restores_what_undo_saved() {
     assert_eq!(std::fs::read_to_string(work.join("a.txt")).unwrap(), "one\ntwo\n");
     assert!(!work.join("new.txt").exists());
     assert!(work.join("build/out.bin").exists(), "ignored files are left alone");
-    let undone = snapshots.diff_text(&saved).unwrap();
+    let undone = snapshots.diff_text(&saved, &snapshots.track().unwrap()).unwrap();
     assert!(undone.contains("-changed\n") && undone.contains("-fresh\n"), "{undone}");
 
     // Redo: back to the saved tree.
