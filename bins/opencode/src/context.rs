@@ -7,7 +7,7 @@ use std::sync::Arc;
 use opencode_catalog::Catalog;
 use opencode_catalog::source::{self, CatalogOrigin};
 use opencode_config::{AuthStore, Env, LoadOptions, LoadedConfig, Paths};
-use opencode_session_runtime::{Plugins, RuntimeOptions, SessionRuntime, StandardLocations};
+use opencode_session_runtime::{Assembly, SessionRuntime};
 use opencode_session_store::Store;
 use opencode_tool_registry::Permissions;
 
@@ -64,37 +64,31 @@ impl Context {
         Ok(Arc::new(Store::open(self.paths.database())?))
     }
 
-    /// The session runtime over the store, with the standard tools in every Location and the
-    /// plugins started (and awaited). Must be called inside a tokio runtime.
+    /// The session runtime over the store, assembled as the server's and the ACP agent's (standard
+    /// tools, `todowrite`, `question`, durable permissions with per-project approvals, each
+    /// directory's own configuration), with the plugins started (and awaited). Must be called inside
+    /// a tokio runtime.
     pub async fn engine(&self, store: Arc<Store>, pure: bool) -> Result<Engine, CliError> {
         let (catalog, _) = self.catalog()?;
-        let config = self.loaded.config.clone();
-        let llm = opencode_llm::LlmClient::new();
-        let plugins = Plugins::discover(&self.env, &config, &self.cwd, pure);
-        let warnings = plugins
+        let assembly = Assembly {
+            env: self.env.clone(),
+            paths: self.paths.clone(),
+            directory: self.cwd.clone(),
+            questions: true,
+            // `run` exits as soon as the session is idle, which would cut a background title request
+            // short: sessions made here keep their default title (or `--title`).
+            titles: false,
+            pure,
+        };
+        let assembled = assembly.build(store, Arc::new(self.loaded.config.clone()), Arc::new(catalog));
+        let warnings = assembled
+            .plugins
             .start()
             .await
             .map_err(|err| CliError::Failed { message: err.to_string(), hint: err.hint().to_owned() })?;
         for warning in warnings {
             eprintln!("warning: {warning}");
         }
-        let permissions = Arc::new(Permissions::in_memory());
-        let (tool_config, tool_paths, tool_permissions, tool_plugins) =
-            (config.clone(), self.paths.clone(), Arc::clone(&permissions), plugins.clone());
-        let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone()).with_tools(move |dir| {
-            let (tools, warnings) =
-                tool_plugins.standard_tools(dir, &tool_config, &tool_paths, Arc::clone(&tool_permissions))?;
-            for warning in warnings {
-                eprintln!("warning: {warning}");
-            }
-            Ok(Arc::new(tools))
-        });
-        let builder = SessionRuntime::builder(store, llm, Arc::new(catalog), Arc::new(config), self.paths.clone())
-            .env(self.env.clone())
-            // `run` exits as soon as the session is idle, which would cut a background title request
-            // short: sessions made here keep their default title (or `--title`).
-            .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() });
-        let runtime = plugins.wire(builder, locations).build();
-        Ok(Engine { runtime, permissions })
+        Ok(Engine { runtime: assembled.runtime, permissions: assembled.permissions })
     }
 }

@@ -38,5 +38,4 @@ pub use server::AGENT_NAME;
 pub use server::AGENT_VERSION;
 pub use server::serve;
 pub use setup::Engine;
-pub use setup::SetupError;
 pub use setup::engine;

@@ -1,20 +1,12 @@
-//! The session runtime the agent embeds: the same assembly as the HTTP server's (the session store,
-//! each directory's own configuration, the standard tools plus `todowrite`/`todoread` kept in the
-//! store, durable permission requests, the plugins), built in-process.
+//! The session runtime the agent embeds, assembled as the HTTP server's and `opencode run`'s
+//! ([`Assembly`]), in-process.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use opencode_catalog::LazyCatalog;
-use opencode_config::{Env, LoadOptions};
-use opencode_llm::LlmClient;
-use opencode_session_runtime::{
-    Plugins, RuntimeError, SessionRuntime, StandardLocations, StorePending, StoreTodos, ToolHost,
-};
-use opencode_session_store::Store;
+use opencode_config::Env;
+use opencode_session_runtime::{Assembly, Plugins, RuntimeError, SessionRuntime, Started};
 use opencode_tool_registry::Permissions;
-use opencode_tool_registry::tools::todo::{TodoRead, TodoWrite};
-use opencode_tool_registry::typed;
 
 /// A runtime and the permission service its tools ask through.
 #[derive(Clone)]
@@ -32,61 +24,14 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// Why the agent could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("cannot create the data directory {path}: {reason}")]
-    DataDir { path: String, reason: String },
-    #[error("cannot open the session database: {0}")]
-    Store(String),
-}
-
-impl SetupError {
-    pub fn hint(&self) -> &'static str {
-        match self {
-            Self::DataDir { .. } => "check that the data directory (XDG_DATA_HOME) is writable",
-            Self::Store(_) => "check the session database, or move it aside to start afresh",
-        }
-    }
-}
-
-/// Builds the runtime from `env` and the configuration of `directory` (blocking: opens the database
-/// and reads configuration). The catalog is decoded by the first turn that needs it, and the plugins
-/// are started by [`Engine::start_plugins`], so that `initialize` is answered at once.
-pub fn engine(env: &Env, directory: &Path) -> Result<Engine, SetupError> {
-    let paths = env.paths();
-    std::fs::create_dir_all(&paths.data)
-        .map_err(|err| SetupError::DataDir { path: paths.data.display().to_string(), reason: err.to_string() })?;
-    let store = Arc::new(Store::open(paths.database()).map_err(|err| SetupError::Store(err.to_string()))?);
-    let mut load = LoadOptions::new(env.clone(), directory);
-    load.paths = paths.clone();
-    let loaded = opencode_config::load(&load);
-    let warnings = loaded.errors.iter().map(|err| format!("{err} (skipped; {})", err.hint())).collect();
-    let config = Arc::new(loaded.config);
-    let models = LazyCatalog::from_sources(paths.clone(), env.clone());
-    let catalog_config = Arc::clone(&config);
-    let catalog = LazyCatalog::new(move || models.get()?.as_ref().clone().with_config(&catalog_config));
-    let permissions = Arc::new(Permissions::new(Arc::new(StorePending::new(Arc::clone(&store)))));
-    let plugins = Plugins::discover(env, &config, directory, false);
-    let todos = Arc::new(StoreTodos::new(Arc::clone(&store)));
-    let (tool_paths, tool_plugins, tool_permissions) = (paths.clone(), plugins.clone(), Arc::clone(&permissions));
-    let locations = StandardLocations::new(&config, paths.clone(), env.clone()).per_directory();
-    let locations = locations.with_configured_tools(move |directory, config| {
-        // `always` approvals last for this process, per directory: a directory is what an editor
-        // opens, and what was approved in one project never applies in another.
-        let scoped = tool_permissions.scoped(&directory.display().to_string());
-        let (tools, warnings) = tool_plugins.standard_tools(directory, config, &tool_paths, scoped)?;
-        for tool in [typed(TodoWrite(todos.clone())), typed(TodoRead(todos.clone()))] {
-            tools.registry().register(tool).map_err(|err| RuntimeError::Tools(err.to_string()))?;
-        }
-        for warning in warnings {
-            tracing::warn!("{warning}");
-        }
-        Ok(Arc::new(tools) as Arc<dyn ToolHost>)
-    });
-    let builder = SessionRuntime::builder(store, LlmClient::new(), catalog, config, paths).env(env.clone());
-    let runtime = plugins.wire(builder, locations).build();
-    Ok(Engine { runtime, permissions, plugins, warnings })
+/// Builds the runtime from `env` and the configuration of `directory` as every front end does
+/// ([`Assembly`]; no `question` tool: the protocol has no way to ask one) (blocking: opens the
+/// database and reads configuration). The catalog is decoded by the first turn that needs it, and the
+/// plugins are started by [`Engine::start_plugins`], so that `initialize` is answered at once.
+pub fn engine(env: &Env, directory: &Path) -> Result<Engine, RuntimeError> {
+    let assembly = Assembly { questions: false, ..Assembly::new(env.clone(), directory.to_path_buf()) };
+    let Started { assembled, warnings, .. } = assembly.start()?;
+    Ok(Engine { runtime: assembled.runtime, permissions: assembled.permissions, plugins: assembled.plugins, warnings })
 }
 
 impl Engine {

@@ -32,7 +32,7 @@ pub use config::{
 };
 pub use env::Env;
 pub use error::{ConfigError, ConfigWarning};
-pub use load::{ConfigSource, LoadOptions, LoadedConfig, find_worktree, load, merge_values};
+pub use load::{ConfigSource, LoadOptions, LoadedConfig, find_worktree, load, merge_values, project_id};
 pub use markdown::{AgentFile, agent_files, agent_from_markdown, front_matter, split_front_matter};
 pub use paths::Paths;
 pub use permission::{PermissionAction, PermissionConfig, PermissionRule};

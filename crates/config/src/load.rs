@@ -120,6 +120,24 @@ pub fn find_worktree(cwd: &Path) -> Option<PathBuf> {
     cwd.ancestors().find(|dir| dir.join(".git").exists()).map(Path::to_path_buf)
 }
 
+/// The git project `directory` belongs to, as OpenCode names it: the first root commit of its
+/// worktree; `None` outside a repository with commits, or without git. Blocking (runs git).
+pub fn project_id(directory: &Path) -> Option<String> {
+    let worktree = find_worktree(directory)?;
+    let output = std::process::Command::new("git")
+        .args(["rev-list", "--max-parents=0", "--all"])
+        .current_dir(&worktree)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(output.stdout).ok()?;
+    text.lines().map(str::trim).filter(|line| !line.is_empty()).min().map(str::to_owned)
+}
+
 /// Merges `over` into `base`: objects key by key, `plugin`/`instructions` arrays concatenated
 /// without duplicates, anything else replaced.
 pub fn merge_values(base: &mut Map<String, Value>, over: Map<String, Value>) {

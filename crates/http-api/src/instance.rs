@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
@@ -25,7 +24,7 @@ use opencode_tool_registry::Agents;
 use crate::catalog_json::ProviderCache;
 use crate::error::ApiError;
 
-pub use opencode_session_store::GLOBAL_PROJECT;
+use opencode_session_store::GLOBAL_PROJECT;
 
 /// One directory's context.
 pub struct Instance {
@@ -165,7 +164,7 @@ impl Instances {
 
     /// The stored project of `worktree`, created (or refreshed) in the store.
     fn project_for(&self, worktree: &Path) -> Result<Project, ApiError> {
-        let id = project_id_of_worktree(worktree);
+        let id = opencode_config::project_id(worktree).unwrap_or_else(|| GLOBAL_PROJECT.to_owned());
         let (vcs, tree) = match id.as_str() {
             GLOBAL_PROJECT => (None, "/".to_owned()),
             _ => (Some("git".to_owned()), worktree.to_string_lossy().into_owned()),
@@ -192,39 +191,6 @@ impl Instances {
     }
 }
 
-/// The id of the project `directory` belongs to (what its sessions' `projectID` is): the root commit
-/// of its git worktree, else [`GLOBAL_PROJECT`]. Blocking (runs git).
-pub(crate) fn project_id(directory: &Path) -> String {
-    let worktree = opencode_config::find_worktree(directory).unwrap_or_else(|| directory.to_path_buf());
-    project_id_of_worktree(&worktree)
-}
-
-fn project_id_of_worktree(worktree: &Path) -> String {
-    root_commit(worktree).unwrap_or_else(|| GLOBAL_PROJECT.to_owned())
-}
-
 fn catalog_error(err: String) -> ApiError {
     ApiError::Internal(format!("cannot load the model catalog: {err}"))
-}
-
-/// The repository's first root commit (OpenCode's project id), if `worktree` is a git repository with
-/// commits and git is installed.
-fn root_commit(worktree: &Path) -> Option<String> {
-    if !worktree.join(".git").exists() {
-        return None;
-    }
-    let output = Command::new("git")
-        .args(["rev-list", "--max-parents=0", "--all"])
-        .current_dir(worktree)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8(output.stdout).ok()?;
-    let mut roots: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    roots.sort_unstable();
-    roots.first().map(|root| (*root).to_owned())
 }

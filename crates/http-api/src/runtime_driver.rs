@@ -81,7 +81,7 @@ impl std::fmt::Debug for RuntimeDriver {
 
 impl RuntimeDriver {
     /// Drives `runtime`; `permissions` must be the service its tools ask (see
-    /// [`crate::store_permissions`]). Must be called inside a tokio runtime (it spawns the task that
+    /// [`opencode_session_runtime::Assembly`]). Must be called inside a tokio runtime (it spawns the task that
     /// maps the runtime's events).
     pub fn new(runtime: SessionRuntime, permissions: Arc<Permissions>) -> Self {
         let events = broadcast::channel(CAPACITY).0;

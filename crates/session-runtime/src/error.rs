@@ -41,6 +41,9 @@ pub enum RuntimeError {
     /// The session's Location changed while the drain ran (it was moved); the new Location resumes it.
     #[error("session {session} moved to {directory} while it was running")]
     Moved { session: String, directory: String },
+    /// The data directory (database, snapshots, logs) could not be created.
+    #[error("{0}")]
+    DataDir(String),
     /// A background task of the runtime failed (a bug or a shutting-down runtime).
     #[error("internal runtime failure: {0}")]
     Internal(String),
@@ -64,6 +67,7 @@ impl RuntimeError {
             Self::InvalidPrompt(_) => "send a prompt with text or at least one file",
             Self::Compaction(_) => "start a new session, or pick a model with a larger context window",
             Self::Moved { .. } => "run the session again; it continues in its new directory",
+            Self::DataDir(_) => "check that the data directory (XDG_DATA_HOME) is writable",
             Self::Internal(_) => "retry; if it persists, report it with the log",
         }
     }

@@ -20,7 +20,8 @@
 //!   catalog of a directory ([`SessionRuntime::agents`], [`SessionRuntime::catalog`]), the model the
 //!   next turn would use ([`SessionRuntime::next_model`]), switching agent or model without a prompt
 //!   ([`SessionRuntime::configure`]), and the store-backed permission requests and todo lists the
-//!   standard tools ask through ([`StorePending`], [`StoreTodos`]).
+//!   standard tools ask through ([`StorePending`], [`StoreTodos`]). Every front end assembles the
+//!   runtime the same way, with [`Assembly`].
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), opencode_session_runtime::RuntimeError> {
@@ -44,6 +45,7 @@
 //! # }
 //! ```
 
+mod assembly;
 pub mod compaction;
 mod coordinator;
 mod defaults;
@@ -69,6 +71,9 @@ mod subtask;
 mod title;
 mod tools;
 
+pub use assembly::Assembled;
+pub use assembly::Assembly;
+pub use assembly::Started;
 pub use compaction::CompactionPrompt;
 pub use compaction::CompactionSettings;
 pub use coordinator::DrainOutcome;
@@ -101,7 +106,6 @@ pub use plugins::Plugins;
 pub use registry::RegistryTools;
 pub use runner::DEFAULT_SYSTEM_PROMPT;
 pub use runner::MAX_STEPS_PROMPT;
-pub use runtime::GLOBAL_PROJECT;
 pub use runtime::LocationTools;
 pub use runtime::ModelChoice;
 pub use runtime::PromptRequest;

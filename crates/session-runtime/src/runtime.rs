@@ -57,7 +57,7 @@ use crate::projection::HistoryCache;
 use crate::store::blocking;
 use crate::subtask::SubtaskPrompt;
 
-pub use opencode_session_store::GLOBAL_PROJECT;
+use opencode_session_store::GLOBAL_PROJECT;
 
 /// Tuning of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,7 +340,7 @@ impl SessionRuntime {
         self.inner.bus.subscribe()
     }
 
-    /// Creates a session in `directory` under the [`GLOBAL_PROJECT`] (created if missing). Passing the
+    /// Creates a session in `directory` under the global project (created if missing). Passing the
     /// id of an existing session adopts it.
     pub async fn create_session(&self, directory: &Path, new: NewSession) -> Result<Session> {
         let store = Arc::clone(&self.inner.store);

@@ -7,7 +7,7 @@
 use std::io::{BufWriter, Read, Write};
 use std::path::Path;
 
-use opencode_session_runtime::GLOBAL_PROJECT;
+use opencode_session_store::GLOBAL_PROJECT;
 use opencode_session_store::{
     MessageInfo, MessageWithParts, NewSession, Part, PartKind, Session, SessionQuery, Store, StoreError, ToolState, Tx,
 };

@@ -185,6 +185,36 @@ fn a_permission_request_is_rejected_without_auto_and_approved_with_it() {
 }
 
 #[test]
+fn run_is_assembled_as_the_server_is_its_tools_and_the_projects_saved_approvals() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    std::fs::write(home.work().join("a.txt"), "old\n").unwrap();
+    // An `always` approval the project got on the server (or in an editor) holds in `run` too.
+    let database = home.path().join("home/.local/share/opencode/opencode-rs.db");
+    std::fs::create_dir_all(database.parent().unwrap()).unwrap();
+    let store = opencode_session_store::Store::open(&database).unwrap();
+    store
+        .write(|tx| {
+            tx.ensure_global_project()?;
+            tx.save_approval(opencode_session_store::GLOBAL_PROJECT, "edit", "*")
+        })
+        .unwrap();
+    drop(store);
+    let edit = tool_call("call_1", "edit", json!({"filePath": "a.txt", "oldString": "old", "newString": "new"}));
+    mock.push_all([edit, text("Done.")]);
+    let output = home.run_with(&mock, json!({"permission": {"edit": "ask"}}), &["edit a.txt"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("permission requested"), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(home.work().join("a.txt")).unwrap(), "new\n");
+    let body = mock.requests()[0].body_json().unwrap();
+    let tools: Vec<&str> =
+        body["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    for name in ["todowrite", "todoread", "question", "bash", "edit"] {
+        assert!(tools.contains(&name), "{name} missing from {tools:?}");
+    }
+}
+
+#[test]
 fn a_provider_failure_exits_non_zero_with_a_one_line_cause() {
     let (_rt, mock) = mock();
     let home = Home::new();

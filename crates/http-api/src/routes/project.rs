@@ -140,7 +140,7 @@ async fn instance_for(s: &AppState, project: &Project, query: Option<&str>) -> R
         .and_then(|q| crate::extract::form_pairs(q).ok())
         .and_then(|pairs| pairs.into_iter().find(|(k, _)| k == "directory").map(|(_, v)| PathBuf::from(v)));
     let directory = requested.unwrap_or_else(|| {
-        if project.id == crate::instance::GLOBAL_PROJECT {
+        if project.id == opencode_session_store::GLOBAL_PROJECT {
             s.inner.default_directory.clone()
         } else {
             PathBuf::from(&project.worktree)
