@@ -228,7 +228,7 @@ impl Stream {
                     self.delta(part_id, *kind, delta);
                 }
             }
-            RuntimeEvent::Durable(durable) => self.durable(&durable.kind, &durable.data),
+            RuntimeEvent::Durable(durable) => self.durable(durable.kind.as_str(), &durable.data),
             RuntimeEvent::Status { .. } => {}
         }
     }

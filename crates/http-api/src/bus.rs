@@ -16,6 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use opencode_session_store::Event;
 use opencode_session_store::EventHook;
+use opencode_session_store::EventKind;
 use opencode_session_store::Store;
 use opencode_session_store::id;
 use opencode_session_store::id::IdKind;
@@ -147,7 +148,7 @@ impl EventBus {
         Self { inner }
     }
 
-    /// The hook to install with [`Store::set_event_hook`]: every committed event is published.
+    /// The hook to install with [`Store::add_event_hook`]: every committed event is published.
     pub fn store_hook(&self) -> EventHook {
         let bus = self.clone();
         Arc::new(move |events: &[Event]| {
@@ -164,8 +165,11 @@ impl EventBus {
             seq: event.seq,
             json: serde_json::to_string(event).unwrap_or_default(),
         };
-        let pending =
-            Pending::Event { kind: event.kind.clone(), properties: properties_of(event), durable: Some(durable) };
+        let pending = Pending::Event {
+            kind: event.kind.as_str().to_owned(),
+            properties: properties_of(event),
+            durable: Some(durable),
+        };
         // A closed channel means the server stopped; there is nobody to tell.
         let _stopped = self.inner.pending.send(pending);
     }
@@ -318,7 +322,7 @@ fn properties_of(event: &Event) -> Value {
     let mut properties = event.data.clone();
     if let Value::Object(map) = &mut properties {
         map.entry("sessionID").or_insert_with(|| Value::String(event.session_id.clone()));
-        if event.kind == "message.part.updated" {
+        if event.kind == EventKind::PartUpdated {
             map.entry("time").or_insert_with(|| json!(id::now_ms()));
         }
     }

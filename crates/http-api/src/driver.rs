@@ -55,9 +55,29 @@ pub trait SessionDriver: Send + Sync + 'static {
         Box::pin(async {})
     }
 
-    /// The work-tree snapshots of `session`, when the runtime keeps them (undo and redo put files
-    /// back from them).
-    fn snapshots(&self, _session: &Session) -> Option<opencode_snapshot::Snapshots> {
+    /// Holds the session for a change that must not race a turn (editing its history, a shell
+    /// command): no turn starts until the returned value is dropped; [`DriverError::Busy`] while one
+    /// runs. `Ok(None)` when the driver keeps no holds (the route then checks
+    /// [`SessionDriver::statuses`]).
+    fn hold(&self, _session_id: &str) -> Result<Option<Box<dyn Send>>, DriverError> {
+        Ok(None)
+    }
+
+    /// Stages a revert from `message_id` (or `part_id`) on, putting back the files the reverted
+    /// steps changed where the driver keeps work-tree snapshots; `None` when it keeps none (the
+    /// route then only stages the revert in the store).
+    fn revert(
+        &self,
+        _session_id: String,
+        _message_id: String,
+        _part_id: Option<String>,
+    ) -> Option<BoxFuture<'_, Result<Session, DriverError>>> {
+        None
+    }
+
+    /// Undoes a staged revert, restoring the files an undo put back; `None` when the driver keeps no
+    /// work-tree snapshots.
+    fn unrevert(&self, _session_id: String) -> Option<BoxFuture<'_, Result<Session, DriverError>>> {
         None
     }
 

@@ -25,6 +25,7 @@ use opencode_session_runtime::RuntimeEvent;
 use opencode_session_runtime::SessionRuntime;
 use opencode_session_runtime::SubtaskPrompt;
 use opencode_session_store::Delivery;
+use opencode_session_store::EventKind;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::PermissionReply;
@@ -157,8 +158,22 @@ impl Drop for RuntimeDriver {
 }
 
 impl SessionDriver for RuntimeDriver {
-    fn snapshots(&self, session: &Session) -> Option<opencode_snapshot::Snapshots> {
-        self.runtime.snapshots(session)
+    fn hold(&self, session_id: &str) -> Result<Option<Box<dyn Send>>, DriverError> {
+        let hold = self.runtime.hold(session_id).map_err(driver_error)?;
+        Ok(Some(Box::new(hold)))
+    }
+
+    fn revert(
+        &self,
+        session_id: String,
+        message_id: String,
+        part_id: Option<String>,
+    ) -> Option<BoxFuture<'_, Result<Session, DriverError>>> {
+        Some(Box::pin(async move { self.runtime.revert(&session_id, message_id, part_id).await.map_err(driver_error) }))
+    }
+
+    fn unrevert(&self, session_id: String) -> Option<BoxFuture<'_, Result<Session, DriverError>>> {
+        Some(Box::pin(async move { self.runtime.unrevert(&session_id).await.map_err(driver_error) }))
     }
 
     fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
@@ -409,7 +424,7 @@ impl Announced {
     /// What must reach clients before `event`.
     fn before(&mut self, event: &RuntimeEvent) -> Option<DriverEvent> {
         match event {
-            RuntimeEvent::Durable(durable) if durable.kind == "message.part.updated" => {
+            RuntimeEvent::Durable(durable) if durable.kind == EventKind::PartUpdated => {
                 let part = durable.data.pointer("/part/id").and_then(Value::as_str)?;
                 self.parts.entry(durable.session_id.clone()).or_default().insert(part.to_owned());
                 None
@@ -442,7 +457,7 @@ fn opencode_events(event: &RuntimeEvent) -> Vec<DriverEvent> {
     let live = |kind: &str, properties| DriverEvent::Live(LiveEvent { kind: kind.to_owned(), properties });
     match event {
         RuntimeEvent::Durable(event) => {
-            let compacted = (event.kind == "session.next.compaction.ended")
+            let compacted = (event.kind == EventKind::CompactionEnded)
                 .then(|| live("session.compacted", json!({ "sessionID": event.session_id })));
             std::iter::once(DriverEvent::Durable(event.clone())).chain(compacted).collect()
         }
@@ -574,7 +589,7 @@ fn driver_error(err: RuntimeError) -> DriverError {
     let message = format!("{err} ({})", err.hint());
     match err {
         RuntimeError::Store(StoreError::NotFound { .. }) => DriverError::NotFound(message),
-        RuntimeError::Store(StoreError::Conflict(_)) => DriverError::Busy(message),
+        RuntimeError::Store(StoreError::Conflict(_)) | RuntimeError::Busy { .. } => DriverError::Busy(message),
         RuntimeError::Store(StoreError::Invalid(_))
         | RuntimeError::InvalidPrompt(_)
         | RuntimeError::UnknownAgent { .. }

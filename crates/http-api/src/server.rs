@@ -132,7 +132,7 @@ fn router(
 ) -> (Router, PtyService) {
     let bus = EventBus::new(Arc::clone(&context.store));
     if context.install_store_hook {
-        context.store.set_event_hook(bus.store_hook());
+        context.store.add_event_hook(bus.store_hook());
     }
     if let Some(mut live) = context.driver.subscribe() {
         let bus = bus.clone();

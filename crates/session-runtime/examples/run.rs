@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             match &*event {
                 RuntimeEvent::Delta { kind: DeltaKind::Text, delta, .. } => print!("{delta}"),
                 RuntimeEvent::Durable(event)
-                    if event.kind == "message.part.updated"
+                    if event.kind == opencode_session_store::EventKind::PartUpdated
                         && event.data["part"]["type"] == "tool"
                         && event.data["part"]["state"]["status"] == "completed" =>
                 {

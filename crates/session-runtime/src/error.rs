@@ -41,6 +41,9 @@ pub enum RuntimeError {
     /// The session's Location changed while the drain ran (it was moved); the new Location resumes it.
     #[error("session {session} moved to {directory} while it was running")]
     Moved { session: String, directory: String },
+    /// The session runs a turn (or another change holds it) and the change must not race it.
+    #[error("session {session} is busy")]
+    Busy { session: String },
     /// The data directory (database, snapshots, logs) could not be created.
     #[error("{0}")]
     DataDir(String),
@@ -67,6 +70,7 @@ impl RuntimeError {
             Self::InvalidPrompt(_) => "send a prompt with text or at least one file",
             Self::Compaction(_) => "start a new session, or pick a model with a larger context window",
             Self::Moved { .. } => "run the session again; it continues in its new directory",
+            Self::Busy { .. } => "wait until its turn ends, or interrupt it first",
             Self::DataDir(_) => "check that the data directory (XDG_DATA_HOME) is writable",
             Self::Internal(_) => "retry; if it persists, report it with the log",
         }

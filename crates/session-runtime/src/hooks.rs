@@ -315,7 +315,9 @@ fn prompt_part(part: ContentPart) -> Option<PartKind> {
 /// deltas are `message.part.delta`, status changes `session.status`.
 fn plugin_event(event: &RuntimeEvent) -> PluginEvent {
     match event {
-        RuntimeEvent::Durable(durable) => PluginEvent { kind: durable.kind.clone(), properties: durable.data.clone() },
+        RuntimeEvent::Durable(durable) => {
+            PluginEvent { kind: durable.kind.as_str().to_owned(), properties: durable.data.clone() }
+        }
         RuntimeEvent::Delta { session_id, message_id, part_id, kind, delta } => PluginEvent {
             kind: "message.part.delta".to_owned(),
             properties: json!({

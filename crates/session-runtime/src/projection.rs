@@ -24,6 +24,7 @@ use std::time::Instant;
 use opencode_llm::Message;
 use opencode_session_store::ContextEpoch;
 use opencode_session_store::Event;
+use opencode_session_store::EventKind;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::Part;
@@ -364,8 +365,8 @@ impl Cached {
 
     /// Applies one in-sequence event; `false` when the cache cannot follow it exactly.
     fn apply_kind(&mut self, event: &Event) -> bool {
-        match event.kind.as_str() {
-            "message.updated" => {
+        match &event.kind {
+            EventKind::MessageUpdated => {
                 let Some(info) = decode::<MessageInfo>(event, "info") else { return false };
                 match self.position(info.id()) {
                     Some(at) => {
@@ -378,7 +379,7 @@ impl Cached {
                 }
                 true
             }
-            "message.part.updated" => {
+            EventKind::PartUpdated => {
                 let Some(part) = decode::<Part>(event, "part") else { return false };
                 let Some(at) = self.position(&part.message_id) else {
                     self.pending.insert(part.message_id);
@@ -392,7 +393,7 @@ impl Cached {
                 self.touched(at);
                 true
             }
-            "message.part.removed" => {
+            EventKind::PartRemoved => {
                 let (Some(message), Some(part)) = (field(event, "messageID"), field(event, "partID")) else {
                     return false;
                 };
@@ -402,7 +403,7 @@ impl Cached {
                 }
                 true
             }
-            "message.removed" => {
+            EventKind::MessageRemoved => {
                 let Some(message) = field(event, "messageID") else { return false };
                 self.pending.remove(message);
                 if let Some(at) = self.position(message) {
@@ -416,21 +417,23 @@ impl Cached {
                 true
             }
             // A staged revert hides history from a message on (committing one removes rows with events).
-            "session.updated" => event.data.get("info").and_then(|info| info.get("revert")).is_none_or(Value::is_null),
+            EventKind::SessionUpdated => {
+                event.data.get("info").and_then(|info| info.get("revert")).is_none_or(Value::is_null)
+            }
             // Events that never change messages or parts.
-            "session.created"
-            | "session.diff"
-            | "session.error"
-            | "session.next.prompt.admitted"
-            | "session.next.prompted"
-            | "session.next.context.updated"
-            | "session.next.compaction.started"
-            | "session.next.compaction.ended"
-            | "session.next.retried"
-            | "permission.asked"
-            | "permission.replied"
-            | "todo.updated" => true,
-            _ => false,
+            EventKind::SessionCreated
+            | EventKind::SessionDiff
+            | EventKind::SessionError
+            | EventKind::PromptAdmitted
+            | EventKind::Prompted
+            | EventKind::ContextUpdated
+            | EventKind::CompactionStarted
+            | EventKind::CompactionEnded
+            | EventKind::Retried
+            | EventKind::PermissionAsked
+            | EventKind::PermissionReplied
+            | EventKind::TodoUpdated => true,
+            EventKind::Unknown(_) => false,
         }
     }
 

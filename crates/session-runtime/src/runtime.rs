@@ -39,6 +39,7 @@ use tokio::sync::broadcast;
 
 use crate::compaction::CompactionSettings;
 use crate::coordinator::Coordinator;
+use crate::coordinator::DrainFuture;
 use crate::coordinator::DrainOutcome;
 use crate::error::Result;
 use crate::error::RuntimeError;
@@ -219,8 +220,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Builds the runtime and routes the store's committed events onto its bus (the store's event hook
-    /// is replaced).
+    /// Builds the runtime and routes the store's committed events onto its bus (through an event hook
+    /// of the store's).
     pub fn build(mut self) -> SessionRuntime {
         self.options.memory = self.options.memory.with_config(self.config.memory.as_ref());
         let locations = self
@@ -250,7 +251,7 @@ impl RuntimeBuilder {
             options: self.options,
         });
         let weak = Arc::downgrade(&inner);
-        inner.store.set_event_hook(Arc::new(move |events| {
+        inner.store.add_event_hook(Arc::new(move |events| {
             if let Some(inner) = weak.upgrade() {
                 inner.history.apply(events);
                 for event in events {
@@ -358,10 +359,31 @@ impl SessionRuntime {
         .await
     }
 
-    /// The work-tree snapshots of `session` (what undo puts files back from): `None` outside a git
-    /// work tree or with config `snapshot: false`.
-    pub fn snapshots(&self, session: &Session) -> Option<opencode_snapshot::Snapshots> {
-        self.inner.snapshots(session)
+    /// Holds `session_id` for a change that must not race a turn (editing or removing its history,
+    /// running a shell command in it): no drain starts until the hold is dropped (a prompt admitted
+    /// meanwhile runs then). [`RuntimeError::Busy`] while a turn runs or another change holds it.
+    pub fn hold(&self, session_id: &str) -> Result<SessionHold> {
+        Coordinator::hold(&self.inner, session_id)
+            .map(SessionHold)
+            .ok_or_else(|| RuntimeError::Busy { session: session_id.to_owned() })
+    }
+
+    /// Stages a revert of the session from `message_id` (or `part_id`) on (OpenCode's undo): in a git
+    /// work tree with snapshots on, the files the reverted steps changed are put back first, the tree
+    /// before is kept for [`SessionRuntime::unrevert`], and `session.diff` says what was undone.
+    /// [`RuntimeError::Busy`] while a turn runs.
+    pub async fn revert(&self, session_id: &str, message_id: String, part_id: Option<String>) -> Result<Session> {
+        let _hold = self.hold(session_id)?;
+        let session = self.session(session_id).await?;
+        crate::snapshots::revert(&self.inner, session, message_id, part_id).await
+    }
+
+    /// Undoes a staged revert (redo): the files an undo put back return to the saved tree.
+    /// [`RuntimeError::Busy`] while a turn runs.
+    pub async fn unrevert(&self, session_id: &str) -> Result<Session> {
+        let _hold = self.hold(session_id)?;
+        let session = self.session(session_id).await?;
+        crate::snapshots::unrevert(&self.inner, session).await
     }
 
     /// Admits one prompt durably, then schedules an advisory wake unless `admit_only`.
@@ -602,6 +624,16 @@ impl SessionRuntime {
     }
 }
 
+/// A session held by [`SessionRuntime::hold`]; released on drop.
+#[must_use = "the session is released when the hold is dropped"]
+pub struct SessionHold(#[expect(dead_code, reason = "held for its Drop")] crate::coordinator::Hold<Inner>);
+
+impl std::fmt::Debug for SessionHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHold").finish_non_exhaustive()
+    }
+}
+
 /// MCP events a slow receiver of [`SessionRuntime::mcp_events`] may fall behind by.
 const MCP_EVENT_CAPACITY: usize = 256;
 
@@ -748,6 +780,20 @@ fn resolve_agent(agents: &Agents, name: Option<&str>) -> Result<Arc<Agent>> {
         name: name.unwrap_or(opencode_tool_registry::DEFAULT_AGENT).to_owned(),
         known: agents.iter().map(|agent| agent.name.as_str()).collect::<Vec<_>>().join(", "),
     })
+}
+
+impl crate::coordinator::Drains for Inner {
+    fn coordinator(&self) -> &Coordinator {
+        &self.coordinator
+    }
+
+    fn drain(self: Arc<Self>, session: String, cancel: tokio_util::sync::CancellationToken) -> DrainFuture {
+        Box::pin(crate::runner::drain(self, session, cancel))
+    }
+
+    fn status(&self, session: &str, status: SessionStatus) {
+        self.publish(RuntimeEvent::Status { session_id: session.to_owned(), status });
+    }
 }
 
 impl Inner {

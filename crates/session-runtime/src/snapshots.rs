@@ -6,12 +6,14 @@
 //! event (what the TUI's and web app's changed-files views show). Snapshots never fail a turn: a
 //! git failure is logged and the step goes on without one.
 
+use opencode_session_store::EventKind;
 use std::path::Path;
 use std::sync::Arc;
 
 use opencode_session_store::FileDiff;
 use opencode_session_store::GLOBAL_PROJECT;
 use opencode_session_store::MessageInfo;
+use opencode_session_store::Revert;
 use opencode_session_store::Session;
 use opencode_session_store::SessionSummary;
 use opencode_session_store::Store;
@@ -20,6 +22,8 @@ use opencode_snapshot::FileChange;
 use opencode_snapshot::Snapshots;
 use serde_json::json;
 
+use crate::error::Result;
+use crate::error::RuntimeError;
 use crate::runtime::Inner;
 
 impl Inner {
@@ -99,7 +103,7 @@ pub(crate) async fn summarize(
                     tx.upsert_message(&MessageInfo::User(message))?;
                 }
                 tx.update_session(&session_id, |s| s.summary = Some(summary))?;
-                tx.append_event(&session_id, "session.diff", json!({ "diff": diff })).map(drop)
+                tx.append_event(&session_id, EventKind::SessionDiff, json!({ "diff": diff })).map(drop)
             })
             .map_err(|err| err.to_string())
     };
@@ -109,7 +113,7 @@ pub(crate) async fn summarize(
 }
 
 /// A snapshot change as OpenCode's `SnapshotFileDiff`.
-pub fn file_diff(change: FileChange) -> FileDiff {
+fn file_diff(change: FileChange) -> FileDiff {
     FileDiff {
         file: Some(change.file),
         patch: Some(change.patch),
@@ -122,7 +126,7 @@ pub fn file_diff(change: FileChange) -> FileDiff {
 /// What an undo did to the work tree (OpenCode's revert of files: the reverted steps' patches
 /// put back, oldest first).
 #[derive(Debug, Clone)]
-pub struct Undone {
+struct Undone {
     /// The tree before the undo (redo restores it).
     pub saved: String,
     /// The unified diff from the saved tree to the work tree now.
@@ -134,7 +138,7 @@ pub struct Undone {
 /// Puts back the files the reverted steps changed: `patches` are the session's `patch` parts from
 /// the revert point on, oldest first (`Reader::patches_from`); `saved` is a staged undo's saved tree,
 /// if one is staged. Blocking (runs git).
-pub fn undo_files(
+fn undo_files(
     snapshots: &Snapshots,
     saved: Option<String>,
     patches: Vec<(String, Vec<String>)>,
@@ -151,4 +155,70 @@ pub fn undo_files(
     snapshots.revert(&patches)?;
     let now = snapshots.track()?;
     Ok(Undone { text: snapshots.diff_text(&saved, &now)?, changes: snapshots.diff(&now, &saved)?, saved })
+}
+
+/// Stages a revert of `session` from `message_id` (or `part_id`) on. Where the session keeps
+/// work-tree snapshots, the files the reverted steps changed are put back first (OpenCode's undo),
+/// the tree before is saved in `revert.snapshot` for redo, and `session.diff` reports what was
+/// undone. The caller holds the session, so no turn runs meanwhile.
+pub(crate) async fn revert(inner: &Inner, session: Session, message_id: String, part_id: Option<String>) -> Result<Session> {
+    let mut revert = Revert { message_id, part_id, snapshot: None, diff: None };
+    let mut undone = None;
+    if let Some(snapshots) = inner.snapshots(&session) {
+        let (session_id, from) = (session.id.clone(), revert.message_id.clone());
+        let patches = blocking_store(inner, move |r| r.patches_from(&session_id, &from)).await?;
+        let saved = session.revert.and_then(|staged| staged.snapshot);
+        let files = tokio::task::spawn_blocking(move || undo_files(&snapshots, saved, patches))
+            .await
+            .map_err(RuntimeError::internal)?
+            .map_err(files_unchanged)?;
+        revert.snapshot = Some(files.saved);
+        revert.diff = Some(files.text);
+        undone = Some(files.changes);
+    }
+    let (store, id) = (Arc::clone(&inner.store), session.id);
+    crate::store::blocking(move || {
+        store.write(|tx| {
+            let mut session = tx.set_revert(&id, revert)?;
+            if let Some(changes) = undone {
+                let summary = SessionSummary {
+                    additions: changes.iter().map(|c| c.additions).sum(),
+                    deletions: changes.iter().map(|c| c.deletions).sum(),
+                    files: changes.len() as u64,
+                    diffs: None,
+                };
+                session = tx.update_session(&id, |s| s.summary = Some(summary))?;
+                let diff: Vec<FileDiff> = changes.into_iter().map(file_diff).collect();
+                tx.append_event(&id, EventKind::SessionDiff, json!({ "diff": diff }))?;
+            }
+            Ok(session)
+        })
+    })
+    .await
+}
+
+/// Undoes a staged revert of `session`; the files an undo put back return to the saved tree. The
+/// caller holds the session.
+pub(crate) async fn unrevert(inner: &Inner, session: Session) -> Result<Session> {
+    let saved = session.revert.as_ref().and_then(|staged| staged.snapshot.clone());
+    if let (Some(snapshots), Some(saved)) = (inner.snapshots(&session), saved) {
+        tokio::task::spawn_blocking(move || snapshots.restore(&saved))
+            .await
+            .map_err(RuntimeError::internal)?
+            .map_err(files_unchanged)?;
+    }
+    let (store, id) = (Arc::clone(&inner.store), session.id);
+    crate::store::blocking(move || store.write(|tx| tx.clear_revert(&id))).await
+}
+
+async fn blocking_store<T: Send + 'static>(
+    inner: &Inner,
+    read: impl FnOnce(&opencode_session_store::Reader<'_>) -> opencode_session_store::Result<T> + Send + 'static,
+) -> Result<T> {
+    let store = Arc::clone(&inner.store);
+    crate::store::blocking(move || store.read(read)).await
+}
+
+fn files_unchanged(err: opencode_snapshot::SnapshotError) -> RuntimeError {
+    RuntimeError::Internal(format!("{err}; the session's files were not changed back"))
 }

@@ -43,9 +43,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::Result;
 use crate::error::RuntimeError;
 use crate::hooks::TurnInfo;
-use crate::runner::new_part;
-use crate::runner::now_ms;
-use crate::runner::settled_part;
+use crate::records::new_part;
+use crate::records::now_ms;
+use crate::records::settled_part;
 use crate::runtime::Inner;
 use crate::runtime::ModelChoice;
 use crate::runtime::Settings;
@@ -269,7 +269,7 @@ async fn settle(
     message.time.completed = Some(now_ms());
     message.finish = Some("tool-calls".to_owned());
     if interrupted {
-        message.error = Some(crate::runner::aborted("Provider turn interrupted"));
+        message.error = Some(crate::records::aborted("Provider turn interrupted"));
     }
     let session_id = session.id.clone();
     let store = Arc::clone(&inner.store);

@@ -9,17 +9,18 @@ use crate::error::StoreError;
 use crate::store::Reader;
 use crate::store::Tx;
 use crate::types::Event;
+use crate::types::EventKind;
 
 impl Tx<'_> {
     /// Appends an event to `session_id`'s log and returns its sequence number. The store calls this for
     /// every change it makes; the runtime may add its own durable events (step started, retried, ...).
-    pub fn append_event(&mut self, session_id: &str, kind: &str, data: Value) -> Result<i64> {
+    pub fn append_event(&mut self, session_id: &str, kind: EventKind, data: Value) -> Result<i64> {
         let seq = self.reader().latest_seq(session_id)? + 1;
         let text = serde_json::to_string(&data).map_err(StoreError::decode("event"))?;
         self.tx
             .prepare_cached("INSERT INTO event (session_id, seq, type, data, time) VALUES (?1, ?2, ?3, ?4, ?5)")?
-            .execute(params![session_id, seq, kind, text, self.now])?;
-        self.events.push(Event { session_id: session_id.to_owned(), seq, kind: kind.to_owned(), data, time: self.now });
+            .execute(params![session_id, seq, kind.as_str(), text, self.now])?;
+        self.events.push(Event { session_id: session_id.to_owned(), seq, kind, data, time: self.now });
         Ok(seq)
     }
 }
@@ -46,7 +47,7 @@ impl Reader<'_> {
         for row in rows {
             let (seq, kind, data, time) = row?;
             let data = serde_json::from_str(&data).map_err(StoreError::decode("event"))?;
-            events.push(Event { session_id: session_id.to_owned(), seq, kind, data, time });
+            events.push(Event { session_id: session_id.to_owned(), seq, kind: EventKind::parse(&kind), data, time });
         }
         Ok(events)
     }

@@ -4,6 +4,7 @@
 //! Every message has a per-session history position (`seq`, from 1) fixed when it is first written;
 //! pages are keyset ranges over it, so loading the newest page costs the same whatever the history size.
 
+use crate::types::EventKind;
 use std::collections::BTreeMap;
 
 use rusqlite::OptionalExtension;
@@ -89,7 +90,7 @@ impl Tx<'_> {
         };
         let (cost, tokens) = usage(info);
         self.add_session_usage(info.session_id(), cost - old_usage.0, &TokenDelta::between(&old_usage.1, &tokens))?;
-        self.append_event(info.session_id(), "message.updated", json!({ "info": info }))?;
+        self.append_event(info.session_id(), EventKind::MessageUpdated, json!({ "info": info }))?;
         Ok(seq)
     }
 
@@ -168,7 +169,7 @@ impl Tx<'_> {
                     ])?;
             }
         }
-        self.append_event(&part.session_id, "message.part.updated", json!({ "part": part }))?;
+        self.append_event(&part.session_id, EventKind::PartUpdated, json!({ "part": part }))?;
         Ok(())
     }
 
@@ -183,7 +184,7 @@ impl Tx<'_> {
         self.tx.execute("DELETE FROM part WHERE id = ?1", [part_id])?;
         self.append_event(
             &session,
-            "message.part.removed",
+            EventKind::PartRemoved,
             json!({ "sessionID": session, "messageID": message, "partID": part_id }),
         )?;
         Ok(())
@@ -197,7 +198,11 @@ impl Tx<'_> {
         self.tx.execute("DELETE FROM message WHERE id = ?1", [message_id])?;
         let session = info.session_id();
         self.add_session_usage(session, -cost, &TokenDelta::between(&tokens, &Tokens::default()))?;
-        self.append_event(session, "message.removed", json!({ "sessionID": session, "messageID": message_id }))?;
+        self.append_event(
+            session,
+            EventKind::MessageRemoved,
+            json!({ "sessionID": session, "messageID": message_id }),
+        )?;
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 //! Permission requests (with the effective agent of the turn that issued them), saved approvals, todos.
 
+use crate::types::EventKind;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 use serde_json::json;
@@ -24,7 +25,7 @@ impl Tx<'_> {
             "INSERT INTO permission_request (id, session_id, agent, data, reply, time_created) VALUES (?1, ?2, ?3, ?4, NULL, ?5)",
             params![request.id, request.session_id, agent, data, self.now],
         )?;
-        self.append_event(&request.session_id, "permission.asked", json!(request))?;
+        self.append_event(&request.session_id, EventKind::PermissionAsked, json!(request))?;
         Ok(())
     }
 
@@ -51,7 +52,7 @@ impl Tx<'_> {
         let session = stored.request.session_id.clone();
         self.append_event(
             &session,
-            "permission.replied",
+            EventKind::PermissionReplied,
             json!({ "sessionID": session, "requestID": id, "reply": reply }),
         )?;
         stored.reply = Some(reply);
@@ -93,7 +94,7 @@ impl Tx<'_> {
                     todo.priority
                 ])?;
         }
-        self.append_event(session_id, "todo.updated", json!({ "sessionID": session_id, "todos": todos }))?;
+        self.append_event(session_id, EventKind::TodoUpdated, json!({ "sessionID": session_id, "todos": todos }))?;
         Ok(())
     }
 }

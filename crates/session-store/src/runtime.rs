@@ -1,6 +1,7 @@
 //! The session runtime's durable records: admitted input (`session_input`) with exact-retry
 //! reconciliation and promotion into history, and Context Epochs with Mid-Conversation System Messages.
 
+use crate::types::EventKind;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 use serde_json::Value;
@@ -60,7 +61,7 @@ impl Tx<'_> {
             time_created: self.now,
         };
         input.admitted_seq = self.reader().latest_seq(session_id)? + 1;
-        self.append_event(session_id, "session.next.prompt.admitted", json!(input))?;
+        self.append_event(session_id, EventKind::PromptAdmitted, json!(input))?;
         let prompt = serde_json::to_string(&input.prompt).map_err(StoreError::decode("prompt"))?;
         self.tx
             .prepare_cached(
@@ -89,7 +90,7 @@ impl Tx<'_> {
         }
         let seq = self.append_event(
             &input.session_id,
-            "session.next.prompted",
+            EventKind::Prompted,
             json!({ "sessionID": input.session_id, "messageID": input.id, "delivery": input.delivery }),
         )?;
         self.tx.execute("UPDATE session_input SET promoted_seq = ?2 WHERE id = ?1", params![input_id, seq])?;
@@ -187,7 +188,7 @@ impl Tx<'_> {
         )?;
         self.append_event(
             session_id,
-            "session.next.context.updated",
+            EventKind::ContextUpdated,
             json!({ "sessionID": session_id, "messageID": message.id, "text": text }),
         )?;
         Ok(message)

@@ -1,6 +1,7 @@
 //! Projects and sessions: create (adopting a reused id), get, keyset-paginated listing, children,
 //! atomic update, touch, archive, revert markers, cascading remove, and fork.
 
+use crate::types::EventKind;
 use rusqlite::OptionalExtension;
 use rusqlite::params;
 use rusqlite::params_from_iter;
@@ -185,7 +186,7 @@ impl Tx<'_> {
                 session.time.updated,
                 data
             ])?;
-        self.append_event(&session.id, "session.created", json!({ "info": session }))?;
+        self.append_event(&session.id, EventKind::SessionCreated, json!({ "info": session }))?;
         Ok(session)
     }
 
@@ -202,7 +203,7 @@ impl Tx<'_> {
         session.tokens = before.tokens;
         session.time.updated = self.now.max(before.time.updated);
         self.put_session(&session)?;
-        self.append_event(&session.id, "session.updated", json!({ "info": session }))?;
+        self.append_event(&session.id, EventKind::SessionUpdated, json!({ "info": session }))?;
         Ok(session)
     }
 

@@ -61,7 +61,7 @@ pub struct Store {
     staged: Mutex<Staged>,
     /// Commits made with `synchronous = NORMAL` since the last fsync.
     unsynced: AtomicBool,
-    hook: RwLock<Option<EventHook>>,
+    hooks: RwLock<Vec<EventHook>>,
     /// Staged parts refused since the last flush, reported by it.
     rejected: Mutex<Vec<StoreError>>,
 }
@@ -99,7 +99,7 @@ impl Store {
             readers: Mutex::new(Vec::new()),
             staged: Mutex::new(Staged::default()),
             unsynced: AtomicBool::new(false),
-            hook: RwLock::new(None),
+            hooks: RwLock::new(Vec::new()),
             rejected: Mutex::new(Vec::new()),
         })
     }
@@ -130,11 +130,11 @@ impl Store {
         self.read(|r| Ok(schema::current_version(r.conn)?))
     }
 
-    /// Registers the hook called after every commit that wrote events (replaces any earlier hook). It
-    /// runs while the writer is held, so commits are published in their order: it must be quick and
-    /// must not write to the store.
-    pub fn set_event_hook(&self, hook: EventHook) {
-        *self.hook.write().unwrap_or_else(PoisonError::into_inner) = Some(hook);
+    /// Adds a hook called after every commit that wrote events, after the hooks added before it
+    /// (any number may subscribe). Hooks run while the writer is held, so commits are published in
+    /// their order: they must be quick and must neither write to the store nor add hooks.
+    pub fn add_event_hook(&self, hook: EventHook) {
+        self.hooks.write().unwrap_or_else(PoisonError::into_inner).push(hook);
     }
 
     /// Runs `f` in one write transaction and commits. Staged part updates are committed first, in the same
@@ -317,8 +317,8 @@ impl Store {
         if events.is_empty() {
             return;
         }
-        let hook = self.hook.read().unwrap_or_else(PoisonError::into_inner).clone();
-        if let Some(hook) = hook {
+        let hooks = self.hooks.read().unwrap_or_else(PoisonError::into_inner);
+        for hook in hooks.iter() {
             hook(events);
         }
     }

@@ -489,7 +489,115 @@ pub struct Event {
     /// Monotonic per session, from 1, with no gaps.
     pub seq: i64,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: EventKind,
     pub data: Value,
     pub time: i64,
+}
+
+/// Declares [`EventKind`] with each kind's name in the log (OpenCode's event `type`).
+macro_rules! event_kinds {
+    ($($(#[$doc:meta])* $kind:ident = $name:literal,)*) => {
+        /// What a durable event records. Every writer names one of these, and readers that must know
+        /// what each kind changes (the runtime's history projection) match them exhaustively, so a new
+        /// kind cannot be added without deciding that.
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum EventKind {
+            $($(#[$doc])* $kind,)*
+            /// A kind this version does not know (written by a newer one); readers treat it as
+            /// changing anything.
+            Unknown(String),
+        }
+
+        impl EventKind {
+            /// The kind's name in the log and on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$kind => $name,)*
+                    Self::Unknown(name) => name,
+                }
+            }
+
+            /// The kind named `name` ([`EventKind::Unknown`] when this version has none by that name).
+            pub fn parse(name: &str) -> Self {
+                match name {
+                    $($name => Self::$kind,)*
+                    other => Self::Unknown(other.to_owned()),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// A session was created (`info`).
+    SessionCreated = "session.created",
+    /// A session's row changed (`info`).
+    SessionUpdated = "session.updated",
+    /// The files a session changed (`diff`).
+    SessionDiff = "session.diff",
+    /// A turn failed (`error`).
+    SessionError = "session.error",
+    /// A prompt was admitted (the input row).
+    PromptAdmitted = "session.next.prompt.admitted",
+    /// An admitted prompt became a user message.
+    Prompted = "session.next.prompted",
+    /// A mid-conversation System Context update was recorded.
+    ContextUpdated = "session.next.context.updated",
+    /// A compaction began.
+    CompactionStarted = "session.next.compaction.started",
+    /// A compaction ended (a new epoch, or a failure).
+    CompactionEnded = "session.next.compaction.ended",
+    /// A provider turn is retried after a failure.
+    Retried = "session.next.retried",
+    /// A message's row changed (`info`).
+    MessageUpdated = "message.updated",
+    /// A message was removed with its parts.
+    MessageRemoved = "message.removed",
+    /// A part was written (`part`).
+    PartUpdated = "message.part.updated",
+    /// A part was removed.
+    PartRemoved = "message.part.removed",
+    /// A tool asked for permission.
+    PermissionAsked = "permission.asked",
+    /// A permission request was answered.
+    PermissionReplied = "permission.replied",
+    /// A session's todo list was replaced.
+    TodoUpdated = "todo.updated",
+}
+
+impl std::fmt::Display for EventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for EventKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(Self::parse(&name))
+    }
+}
+
+#[cfg(test)]
+mod event_kind_tests {
+    use super::EventKind;
+
+    #[test]
+    fn kinds_keep_their_names_in_the_log_and_unknown_ones_survive_a_round_trip() {
+        for name in ["session.created", "session.next.compaction.ended", "message.part.updated", "todo.updated"] {
+            let kind = EventKind::parse(name);
+            assert!(!matches!(kind, EventKind::Unknown(_)), "{name}");
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(serde_json::to_value(&kind).unwrap(), name);
+        }
+        let newer: EventKind = serde_json::from_str("\"session.from.the.future\"").unwrap();
+        assert_eq!(newer, EventKind::Unknown("session.from.the.future".to_owned()));
+        assert_eq!(serde_json::to_string(&newer).unwrap(), "\"session.from.the.future\"");
+    }
 }

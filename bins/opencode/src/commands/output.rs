@@ -7,6 +7,7 @@
 //!   (with `--thinking`), `tool_use`, `step_start`, `step_finish`, `error`. Parts are emitted once,
 //!   when they are complete.
 
+use opencode_session_store::EventKind;
 use std::collections::HashSet;
 use std::io::Write;
 
@@ -54,12 +55,12 @@ impl Printer {
                 eprint!("{delta}");
                 Ok(())
             }
-            (Format::Default, RuntimeEvent::Durable(event)) if event.kind == "message.part.updated" => {
+            (Format::Default, RuntimeEvent::Durable(event)) if event.kind == EventKind::PartUpdated => {
                 self.tool_line(&event.data["part"])
             }
-            (Format::Json, RuntimeEvent::Durable(event)) => match event.kind.as_str() {
-                "message.part.updated" => self.json_part(&event.data["part"]),
-                "session.error" => self.json_line("error", "error", &event.data["error"]),
+            (Format::Json, RuntimeEvent::Durable(event)) => match event.kind {
+                EventKind::PartUpdated => self.json_part(&event.data["part"]),
+                EventKind::SessionError => self.json_line("error", "error", &event.data["error"]),
                 _ => Ok(()),
             },
             _ => Ok(()),

@@ -72,7 +72,7 @@ async fn update_route(
         )));
     }
     session::session(&s, &session_id).await?;
-    session::busy_check(&s, &session_id)?;
+    let _held = session::hold(&s, &session_id)?;
     s.write(move |tx| {
         existing(tx, &session_id, &message_id, &part_id)?;
         tx.upsert_part(&part)?;
@@ -88,7 +88,7 @@ async fn delete_route(
 ) -> Result<Json<bool>, ApiError> {
     check_ids(&message_id, &part_id)?;
     session::session(&s, &session_id).await?;
-    session::busy_check(&s, &session_id)?;
+    let _held = session::hold(&s, &session_id)?;
     s.write(move |tx| {
         existing(tx, &session_id, &message_id, &part_id)?;
         tx.remove_part(&part_id)

@@ -4,10 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use opencode_session_runtime::file_diff;
-use opencode_session_runtime::undo_files;
 use opencode_session_store::Delivery;
-use opencode_session_store::FileDiff;
 use opencode_session_store::MessageInfo;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
@@ -17,7 +14,6 @@ use opencode_session_store::Revert;
 use opencode_session_store::Session;
 use opencode_session_store::SessionModel;
 use opencode_session_store::SessionQuery;
-use opencode_session_store::SessionSummary;
 use opencode_session_store::Todo;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -34,7 +30,6 @@ use crate::extract::P;
 use crate::extract::Q;
 use crate::instance::Instance;
 use crate::state::AppState;
-use crate::state::blocking;
 
 pub(super) fn ops() -> Vec<Op> {
     vec![
@@ -373,7 +368,7 @@ async fn delete_message_route(
     P((id, message)): P<(String, String)>,
 ) -> Result<Json<bool>, ApiError> {
     one_message(&s, &id, &message).await?;
-    busy_check(&s, &id)?;
+    let _held = hold(&s, &id)?;
     s.write(move |tx| tx.remove_message(&message)).await?;
     Ok(Json(true))
 }
@@ -648,67 +643,46 @@ pub(crate) async fn abort(s: &AppState, id: &str) -> Result<bool, ApiError> {
     Ok(true)
 }
 
-pub(crate) fn busy_check(s: &AppState, id: &str) -> Result<(), ApiError> {
+/// Holds the session for a change that must not race a turn, until the value is dropped; a 409
+/// while a turn runs.
+pub(crate) fn hold(s: &AppState, id: &str) -> Result<Held, ApiError> {
+    if let Some(held) = s.inner.driver.hold(id)? {
+        return Ok(Held(Some(held)));
+    }
     match s.inner.driver.statuses().get(id) {
-        Some(crate::driver::SessionStatus::Idle) | None => Ok(()),
+        Some(crate::driver::SessionStatus::Idle) | None => Ok(Held(None)),
         Some(_) => Err(ApiError::Conflict(format!("session {id} is busy; abort it first"))),
     }
 }
 
-/// Stages a revert from a message (or part) on. Where the runtime keeps work-tree snapshots, the
-/// files the reverted steps changed are put back as they were first (OpenCode's undo), the tree
-/// before is saved in `revert.snapshot` for redo, and `session.diff` reports what was undone.
+/// A session held by [`hold`].
+pub(crate) struct Held(#[expect(dead_code, reason = "held for its Drop")] Option<Box<dyn Send>>);
+
+/// Stages a revert from a message (or part) on; the driver puts back the files the reverted steps
+/// changed where it keeps work-tree snapshots (OpenCode's undo).
 pub(crate) async fn revert(s: &AppState, id: &str, body: RevertBody) -> Result<Session, ApiError> {
-    let current = session(s, id).await?;
+    session(s, id).await?;
     check_id(&body.message_id, "msg", "message")?;
     if let Some(part) = &body.part_id {
         check_id(part, "prt", "part")?;
     }
-    busy_check(s, id)?;
-    let mut revert = Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None };
-    let mut undone = None;
-    if let Some(snapshots) = s.inner.driver.snapshots(&current) {
-        let (session_id, from) = (id.to_owned(), revert.message_id.clone());
-        let patches = s.read(move |r| r.patches_from(&session_id, &from)).await?;
-        let saved = current.revert.and_then(|staged| staged.snapshot);
-        let files = blocking(move || undo_files(&snapshots, saved, patches).map_err(snapshot_error)).await?;
-        revert.snapshot = Some(files.saved);
-        revert.diff = Some(files.text);
-        undone = Some(files.changes);
+    if let Some(reverted) = s.inner.driver.revert(id.to_owned(), body.message_id.clone(), body.part_id.clone()) {
+        return Ok(reverted.await?);
     }
-    let id = id.to_owned();
-    s.write(move |tx| {
-        let mut session = tx.set_revert(&id, revert)?;
-        if let Some(changes) = undone {
-            let summary = SessionSummary {
-                additions: changes.iter().map(|c| c.additions).sum(),
-                deletions: changes.iter().map(|c| c.deletions).sum(),
-                files: changes.len() as u64,
-                diffs: None,
-            };
-            session = tx.update_session(&id, |s| s.summary = Some(summary))?;
-            let diff: Vec<FileDiff> = changes.into_iter().map(file_diff).collect();
-            tx.append_event(&id, "session.diff", json!({ "diff": diff }))?;
-        }
-        Ok(session)
-    })
-    .await
+    let _held = hold(s, id)?;
+    let (id, revert) = (id.to_owned(), Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None });
+    s.write(move |tx| tx.set_revert(&id, revert)).await
 }
 
 /// Undoes a staged revert; the files an undo put back return to the saved tree.
 pub(crate) async fn unrevert(s: &AppState, id: &str) -> Result<Session, ApiError> {
-    let current = session(s, id).await?;
-    busy_check(s, id)?;
-    let saved = current.revert.as_ref().and_then(|staged| staged.snapshot.clone());
-    if let (Some(snapshots), Some(saved)) = (s.inner.driver.snapshots(&current), saved) {
-        blocking(move || snapshots.restore(&saved).map_err(snapshot_error)).await?;
+    session(s, id).await?;
+    if let Some(restored) = s.inner.driver.unrevert(id.to_owned()) {
+        return Ok(restored.await?);
     }
+    let _held = hold(s, id)?;
     let id = id.to_owned();
     s.write(move |tx| tx.clear_revert(&id)).await
-}
-
-fn snapshot_error(err: opencode_snapshot::SnapshotError) -> ApiError {
-    ApiError::Internal(format!("{err}; the session's files were not changed back"))
 }
 
 /// Stores the reply (saving approvals for `always`), then tells the driver.

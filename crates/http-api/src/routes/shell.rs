@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Op;
-use super::session::busy_check;
+use super::session::hold;
 use super::session::check_id;
 use super::session::session;
 use crate::driver::PromptModel;
@@ -85,7 +85,7 @@ async fn shell_route(
         return Err(ApiError::bad("command must not be empty"));
     }
     let session = session(&s, &id).await?;
-    busy_check(&s, &id)?;
+    let _held = hold(&s, &id)?;
     let config = {
         let i = std::sync::Arc::clone(&i);
         blocking(move || Ok(i.config())).await?

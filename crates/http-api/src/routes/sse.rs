@@ -242,7 +242,7 @@ fn durable_feed(
                 feed.replaying = page.len() == REPLAY_PAGE;
                 for event in page {
                     let json = serde_json::to_string(&event).unwrap_or_default();
-                    feed.backlog.push_back((event.seq, event.kind, json));
+                    feed.backlog.push_back((event.seq, event.kind.as_str().to_owned(), json));
                 }
                 continue;
             }

@@ -195,7 +195,7 @@ async fn a_running_commands_output_shows_on_its_part_before_it_ends() {
     let mut states = Vec::new();
     while let Ok(event) = events.try_recv() {
         if let opencode_session_runtime::RuntimeEvent::Durable(event) = event.as_ref()
-            && event.kind == "message.part.updated"
+            && event.kind == opencode_session_store::EventKind::PartUpdated
             && event.data["part"]["tool"] == "bash"
         {
             let state = &event.data["part"]["state"];

@@ -79,7 +79,7 @@ async fn a_step_that_writes_a_file_records_its_trees_its_patch_and_the_turns_dif
     let summary = session.summary.unwrap();
     assert_eq!((summary.additions, summary.deletions, summary.files), (1, 0, 1));
     let events = store.read(|r| r.events_after(&session.id, 0, 1000)).unwrap();
-    let diff = events.iter().find(|e| e.kind == "session.diff").unwrap();
+    let diff = events.iter().find(|e| e.kind == opencode_session_store::EventKind::SessionDiff).unwrap();
     assert_eq!(diff.data["diff"][0]["file"], "hello.txt");
 
     // The user's repository is as the agent left the files: nothing staged, no commit.

@@ -73,7 +73,7 @@ fn concurrent_writers_publish_events_in_commit_order() {
     let session = super::support::session(&store);
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = std::sync::Arc::clone(&seen);
-    store.set_event_hook(std::sync::Arc::new(move |events| {
+    store.add_event_hook(std::sync::Arc::new(move |events| {
         record.lock().unwrap().extend(events.iter().map(|event| event.seq));
     }));
     let writers: Vec<_> = (0..4)

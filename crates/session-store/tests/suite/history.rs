@@ -139,7 +139,7 @@ fn staged_part_updates_coalesce_into_one_write_and_survive_reopen() {
     store.flush().unwrap();
     let events = store.read(|r| r.events_after(&s.id, before, 100)).unwrap();
     assert_eq!(events.len(), 1, "200 updates of one part commit as one");
-    assert_eq!(events[0].kind, "message.part.updated");
+    assert_eq!(events[0].kind, opencode_session_store::EventKind::PartUpdated);
     drop(store);
 
     let reopened = Store::open(dir.db()).unwrap();
@@ -152,7 +152,7 @@ fn the_event_hook_sees_committed_events_in_order_and_never_rolled_back_ones() {
     let (_dir, store) = store();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    store.set_event_hook(Arc::new(move |events| sink.lock().unwrap().extend(events.iter().map(|e| e.seq))));
+    store.add_event_hook(Arc::new(move |events| sink.lock().unwrap().extend(events.iter().map(|e| e.seq))));
     let s = session(&store);
     let failed: Result<(), StoreError> = store.write(|tx| {
         tx.append_message(&user(&s.id))?;

@@ -128,7 +128,7 @@ fn events_replay_after_any_sequence_number_without_gaps() {
     }
     let all = store.read(|r| r.events_after(&s.id, 0, 1000)).unwrap();
     assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=21).collect::<Vec<_>>());
-    assert_eq!(all[0].kind, "session.created");
+    assert_eq!(all[0].kind, opencode_session_store::EventKind::SessionCreated);
     let tail = store.read(|r| r.events_after(&s.id, 17, 1000)).unwrap();
     assert_eq!(tail, all[17..].to_vec());
     let limited = store.read(|r| r.events_after(&s.id, 3, 2)).unwrap();
