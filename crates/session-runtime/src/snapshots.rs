@@ -161,7 +161,12 @@ fn undo_files(
 /// work-tree snapshots, the files the reverted steps changed are put back first (OpenCode's undo),
 /// the tree before is saved in `revert.snapshot` for redo, and `session.diff` reports what was
 /// undone. The caller holds the session, so no turn runs meanwhile.
-pub(crate) async fn revert(inner: &Inner, session: Session, message_id: String, part_id: Option<String>) -> Result<Session> {
+pub(crate) async fn revert(
+    inner: &Inner,
+    session: Session,
+    message_id: String,
+    part_id: Option<String>,
+) -> Result<Session> {
     let mut revert = Revert { message_id, part_id, snapshot: None, diff: None };
     let mut undone = None;
     if let Some(snapshots) = inner.snapshots(&session) {

@@ -670,7 +670,8 @@ pub(crate) async fn revert(s: &AppState, id: &str, body: RevertBody) -> Result<S
         return Ok(reverted.await?);
     }
     let _held = hold(s, id)?;
-    let (id, revert) = (id.to_owned(), Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None });
+    let (id, revert) =
+        (id.to_owned(), Revert { message_id: body.message_id, part_id: body.part_id, snapshot: None, diff: None });
     s.write(move |tx| tx.set_revert(&id, revert)).await
 }
 

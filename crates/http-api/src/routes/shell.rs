@@ -29,8 +29,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Op;
-use super::session::hold;
 use super::session::check_id;
+use super::session::hold;
 use super::session::session;
 use crate::driver::PromptModel;
 use crate::error::ApiError;

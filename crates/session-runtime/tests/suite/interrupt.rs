@@ -57,3 +57,24 @@ async fn interrupting_an_idle_or_unknown_session_is_a_no_op() {
     let result = h.runtime.run(PromptRequest::text(&h.session.id, "Still works?")).await.unwrap();
     assert_eq!(result.outcome, DrainOutcome::Completed);
 }
+
+#[tokio::test]
+async fn a_held_session_runs_no_turn_until_released_and_a_running_turn_refuses_a_hold() {
+    let (tools, mut started, release) = gated_tool();
+    let h = harness(tools).await;
+    let hold = h.runtime.hold(&h.session.id).unwrap();
+    h.mock.push_all([tool_call("call_1", "wait", json!({})), text("Done.")]);
+    h.runtime.prompt(PromptRequest::text(&h.session.id, "Start")).await.unwrap();
+    tokio::task::yield_now().await;
+    assert!(h.mock.requests().is_empty(), "no turn while the session is held");
+    drop(hold);
+    started.recv().await.unwrap();
+    let busy = h.runtime.hold(&h.session.id).unwrap_err();
+    assert!(matches!(busy, opencode_session_runtime::RuntimeError::Busy { .. }), "{busy}");
+    let message = history(&h.store, &h.session.id)[0].info.id().to_owned();
+    let refused = h.runtime.revert(&h.session.id, message, None).await.unwrap_err();
+    assert_eq!(refused.to_string(), format!("session {} is busy", h.session.id));
+    release.notify_one();
+    assert_eq!(h.runtime.wait_idle(&h.session.id).await, Some(DrainOutcome::Completed));
+    assert!(h.runtime.hold(&h.session.id).is_ok());
+}
