@@ -230,7 +230,6 @@ impl RuntimeBuilder {
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             agents: Arc::new(Agents::from_config(&AgentDirs::standard(&self.paths), &self.config)),
-            compaction: CompactionSettings::from_config(&self.config),
             auth: AuthStore::new(self.paths.auth_file(), &self.env),
             refresher: self
                 .refresher
@@ -680,7 +679,6 @@ pub(crate) struct Inner {
     /// The one agent model: the runner reads prompts, models and step allowances from it, the tool
     /// host the same agent's permissions.
     pub(crate) agents: Arc<Agents>,
-    pub(crate) compaction: CompactionSettings,
     location_factory: Arc<dyn LocationFactory>,
     /// The open Locations, by directory.
     locations: Mutex<HashMap<PathBuf, Opened>>,
@@ -712,7 +710,12 @@ impl Inner {
     /// What applies in `directory`: its Location's own configuration, agents and catalog, else the
     /// runtime's.
     pub(crate) fn settings(&self, directory: &str) -> Result<Settings> {
-        let location = self.location(directory)?;
+        self.settings_in(&*self.location(directory)?)
+    }
+
+    /// What applies in an open Location: its own configuration, agents and catalog, else the
+    /// runtime's.
+    pub(crate) fn settings_in(&self, location: &Location) -> Result<Settings> {
         Ok(match &location.own {
             Some(own) => Settings {
                 config: Arc::clone(&own.config),
@@ -767,6 +770,11 @@ impl Settings {
             }
             (None, None, None) => self.default_model(inner),
         })
+    }
+
+    /// When and how much to compact (config `compaction`).
+    pub(crate) fn compaction(&self) -> CompactionSettings {
+        CompactionSettings::from_config(&self.config)
     }
 
     /// The agent named `name`, or the default one.

@@ -64,7 +64,8 @@ impl Runner {
     ) -> Flow<bool> {
         let Some(epoch) = self.read(|r, id| r.active_epoch(id)).await? else { return Ok(false) };
         let history = self.read(|r, id| r.full_history(id)).await?;
-        let mut selection = compaction::select(&history, self.inner.compaction.keep_tokens);
+        let keep = self.inner.settings_in(location)?.compaction().keep_tokens;
+        let mut selection = compaction::select(&history, keep);
         if selection.is_empty() && reason == CompactionReason::Manual {
             // The user asked for it: a history shorter than the kept tail is summarised whole.
             selection = compaction::select(&history, 0);

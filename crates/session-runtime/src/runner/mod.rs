@@ -308,10 +308,11 @@ impl Runner {
             let estimate = compaction::estimate_tokens_from(&request, known, projected.message_chars);
             let output = request.generation.max_tokens.map_or(model.info.limit.output, u64::from);
             let managed = self.inner.hooks.as_ref().is_some_and(|hooks| hooks.manages_context());
-            if self.inner.compaction.auto
+            let compaction = self.inner.settings_in(location)?.compaction();
+            if compaction.auto
                 && !compacted
                 && !managed
-                && self.inner.compaction.overflows(estimate, model.info.limit.context, output)
+                && compaction.overflows(estimate, model.info.limit.context, output)
             {
                 compacted = true;
                 if self.compact(location, agent, model, CompactionReason::Auto).await? {

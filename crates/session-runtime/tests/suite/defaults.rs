@@ -64,8 +64,7 @@ async fn a_new_session_is_titled_by_the_small_model_after_its_first_message() {
     runtime.run(PromptRequest::text(&session.id, "the login page returns 500")).await.unwrap();
 
     assert_eq!(title_of(&h, &session.id).await, "Fix login bug");
-    let requests = h.mock.requests();
-    assert_eq!(requests.len(), 2, "one main turn and one title request");
+    assert_eq!(h.mock.requests().len(), 2, "one main turn and one title request");
     let title_request = requests
         .iter()
         .map(|r| r.body_json().unwrap())
@@ -143,4 +142,39 @@ async fn a_session_whose_provider_is_only_in_its_directory_config_is_titled() {
     runtime.run(PromptRequest::text(&session.id, "hello")).await.unwrap();
 
     assert_eq!(title_of(&h, &session.id).await, "Directory title");
+}
+
+/// The `compaction` section of the session directory's own configuration applies to its turns, as
+/// its model and providers do (not the start directory's).
+#[tokio::test]
+async fn a_directory_that_turns_auto_compaction_off_is_not_compacted() {
+    let h = harness(FnTools::new()).await;
+    let own = json!({
+        "model": "mock/m",
+        "compaction": {"auto": false},
+        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", h.mock.base_url())},
+                     "models": {"m": {"limit": {"context": 2000, "output": 100}}}}}
+    });
+    std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
+    // The start directory would compact anything but the last 10 tokens.
+    let start: Config = serde_json::from_value(json!({"compaction": {"preserve_recent_tokens": 10}})).unwrap();
+    let paths = Paths::under(h.data.path());
+    let locations = opencode_session_runtime::StandardLocations::new(&start, paths.clone(), Env::default())
+        .per_directory()
+        .with_configured_tools(|_, _| Ok(std::sync::Arc::new(FnTools::new()) as _));
+    let runtime = SessionRuntime::builder(
+        std::sync::Arc::clone(&h.store),
+        opencode_llm::LlmClient::new(),
+        std::sync::Arc::new(Catalog::default()),
+        std::sync::Arc::new(start),
+        paths,
+    )
+    .locations(locations)
+    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
+    .build();
+    let session = runtime.create_session(h.project.path(), NewSession::default()).await.unwrap();
+    h.mock.push_all([text("first"), text("second")]);
+    runtime.run(PromptRequest::text(&session.id, "x".repeat(12_000))).await.unwrap();
+    runtime.run(PromptRequest::text(&session.id, "again")).await.unwrap();
+    assert_eq!(h.mock.requests().len(), 2, "two turns and no summary request: the directory turned compaction off");
 }
