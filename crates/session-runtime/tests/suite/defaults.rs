@@ -64,7 +64,8 @@ async fn a_new_session_is_titled_by_the_small_model_after_its_first_message() {
     runtime.run(PromptRequest::text(&session.id, "the login page returns 500")).await.unwrap();
 
     assert_eq!(title_of(&h, &session.id).await, "Fix login bug");
-    assert_eq!(h.mock.requests().len(), 2, "one main turn and one title request");
+    let requests = h.mock.requests();
+    assert_eq!(requests.len(), 2, "one main turn and one title request");
     let title_request = requests
         .iter()
         .map(|r| r.body_json().unwrap())
