@@ -35,14 +35,14 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait SessionDriver: Send + Sync + 'static {
     /// Admits `request` durably, runs the session until the reply to it is finished, and returns the
     /// assistant message with its parts (`POST /session/{id}/message`).
-    fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>>;
+    fn prompt(&self, session: Session, request: PromptBody) -> BoxFuture<'_, Result<MessageWithParts, DriverError>>;
 
     /// Admits `request` durably with `delivery` and returns as soon as the admission is durable; execution
     /// continues in the background (`prompt_async`, `POST /api/session/{id}/prompt`).
     fn prompt_async(
         &self,
         session: Session,
-        request: PromptRequest,
+        request: PromptBody,
         delivery: Delivery,
     ) -> BoxFuture<'_, Result<SessionInput, DriverError>>;
 
@@ -278,7 +278,8 @@ pub enum DriverError {
 /// The body of `POST /session/{id}/message` and `prompt_async` (OpenCode 1.x field names).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PromptRequest {
+#[schemars(rename = "PromptRequest")]
+pub struct PromptBody {
     /// The user message id to use (an exact retry reuses it).
     #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
@@ -300,7 +301,7 @@ pub struct PromptRequest {
     pub parts: Vec<PartInput>,
 }
 
-impl PromptRequest {
+impl PromptBody {
     /// A prompt of one text part.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
@@ -404,16 +405,11 @@ pub struct UnavailableDriver;
 const NO_RUNTIME: &str = "this server has no session runtime: prompts cannot run (durable routes still work)";
 
 impl SessionDriver for UnavailableDriver {
-    fn prompt(&self, _: Session, _: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
+    fn prompt(&self, _: Session, _: PromptBody) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
         Box::pin(async { Err(DriverError::Unavailable(NO_RUNTIME.to_owned())) })
     }
 
-    fn prompt_async(
-        &self,
-        _: Session,
-        _: PromptRequest,
-        _: Delivery,
-    ) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
+    fn prompt_async(&self, _: Session, _: PromptBody, _: Delivery) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
         Box::pin(async { Err(DriverError::Unavailable(NO_RUNTIME.to_owned())) })
     }
 

@@ -33,7 +33,7 @@ use crate::driver::BoxFuture;
 use crate::driver::DriverError;
 use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
-use crate::driver::PromptRequest;
+use crate::driver::PromptBody;
 use crate::driver::SessionDriver;
 use crate::driver::SessionStatus;
 use crate::driver::part_from_input;
@@ -73,7 +73,7 @@ impl EchoDriver {
     async fn run(
         &self,
         session: Session,
-        request: PromptRequest,
+        request: PromptBody,
         delivery: Delivery,
     ) -> Result<(SessionInput, Option<MessageWithParts>), DriverError> {
         let store = Arc::clone(&self.store);
@@ -100,7 +100,7 @@ impl EchoDriver {
 }
 
 impl SessionDriver for EchoDriver {
-    fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
+    fn prompt(&self, session: Session, request: PromptBody) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
         Box::pin(async move {
             match self.run(session, request, Delivery::Queue).await? {
                 (_, Some(reply)) => Ok(reply),
@@ -112,7 +112,7 @@ impl SessionDriver for EchoDriver {
     fn prompt_async(
         &self,
         session: Session,
-        request: PromptRequest,
+        request: PromptBody,
         delivery: Delivery,
     ) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
         Box::pin(async move { self.run(session, request, delivery).await.map(|(input, _)| input) })
@@ -135,7 +135,7 @@ impl SessionDriver for EchoDriver {
 fn answer(
     store: &Store,
     session: &Session,
-    request: &PromptRequest,
+    request: &PromptBody,
     delivery: Delivery,
 ) -> Result<(SessionInput, Option<MessageWithParts>), DriverError> {
     let prompt = serde_json::to_value(request).map_err(|err| DriverError::Invalid(err.to_string()))?;

@@ -49,7 +49,7 @@ use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
 use crate::driver::PermissionRequest;
-use crate::driver::PromptRequest;
+use crate::driver::PromptBody;
 use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
 use crate::driver::SessionStatus;
@@ -113,7 +113,7 @@ impl RuntimeDriver {
     async fn admit(
         &self,
         session: &Session,
-        request: PromptRequest,
+        request: PromptBody,
         delivery: Delivery,
     ) -> Result<SessionInput, DriverError> {
         let prompt = runtime_prompt(&session.id, request, delivery)?;
@@ -176,7 +176,7 @@ impl SessionDriver for RuntimeDriver {
         Some(Box::pin(async move { self.runtime.unrevert(&session_id).await.map_err(driver_error) }))
     }
 
-    fn prompt(&self, session: Session, request: PromptRequest) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
+    fn prompt(&self, session: Session, request: PromptBody) -> BoxFuture<'_, Result<MessageWithParts, DriverError>> {
         Box::pin(async move {
             if request.no_reply == Some(true) {
                 return Err(DriverError::Invalid(
@@ -192,7 +192,7 @@ impl SessionDriver for RuntimeDriver {
     fn prompt_async(
         &self,
         session: Session,
-        request: PromptRequest,
+        request: PromptBody,
         delivery: Delivery,
     ) -> BoxFuture<'_, Result<SessionInput, DriverError>> {
         Box::pin(async move { self.admit(&session, request, delivery).await })
@@ -494,7 +494,7 @@ fn status_of(status: &opencode_session_runtime::SessionStatus) -> SessionStatus 
 /// The runtime's prompt for an OpenCode 1.x prompt body: the text parts joined, file parts as files.
 fn runtime_prompt(
     session_id: &str,
-    request: PromptRequest,
+    request: PromptBody,
     delivery: Delivery,
 ) -> Result<opencode_session_runtime::PromptRequest, DriverError> {
     let mut files = Vec::new();
@@ -608,7 +608,7 @@ mod tests {
 
     #[test]
     fn text_parts_join_and_files_travel_with_the_prompt() {
-        let request = PromptRequest {
+        let request = PromptBody {
             message_id: Some("msg_1".into()),
             model: Some(PromptModel { provider_id: "mock".into(), model_id: "m".into() }),
             variant: Some("high".into()),
@@ -623,7 +623,7 @@ mod tests {
                 }),
                 PartInput::Text(TextPartInput { text: "this".into(), ..TextPartInput::default() }),
             ],
-            ..PromptRequest::default()
+            ..PromptBody::default()
         };
         let prompt = runtime_prompt("ses_1", request, Delivery::Queue).unwrap();
         assert_eq!(prompt.text, "look at\nthis");

@@ -29,8 +29,8 @@ use super::session::prompt;
 use super::session::session;
 use crate::driver::FilePartInput;
 use crate::driver::PartInput;
+use crate::driver::PromptBody;
 use crate::driver::PromptModel;
-use crate::driver::PromptRequest;
 use crate::driver::SubtaskPartInput;
 use crate::driver::TextPartInput;
 use crate::error::ApiError;
@@ -181,7 +181,7 @@ async fn command_route(
     .await?;
     if let Some((agent, description)) = subtask {
         // The caller's agent and model keep the session; the command's run the child.
-        let request = PromptRequest {
+        let request = PromptBody {
             message_id: body.message_id,
             model: body.model.as_deref().map(parse_model).transpose()?,
             agent: body.agent,
@@ -194,7 +194,7 @@ async fn command_route(
                 model,
                 command: Some(command.name),
             })],
-            ..PromptRequest::default()
+            ..PromptBody::default()
         };
         return prompt(&s, &id, request).await.map(Json);
     }
@@ -209,13 +209,13 @@ async fn command_route(
             source: part.source,
         })
     }));
-    let request = PromptRequest {
+    let request = PromptBody {
         message_id: body.message_id,
         model,
         agent: command.agent.or(body.agent),
         variant: body.variant.or(command.variant),
         parts,
-        ..PromptRequest::default()
+        ..PromptBody::default()
     };
     prompt(&s, &id, request).await.map(Json)
 }
@@ -226,7 +226,7 @@ async fn init_route(
     JsonBody(body): JsonBody<InitBody>,
 ) -> Result<Json<bool>, ApiError> {
     check_id(&body.message_id, "msg", "message")?;
-    let request = PromptRequest {
+    let request = PromptBody {
         message_id: Some(body.message_id),
         model: Some(PromptModel { provider_id: body.provider_id, model_id: body.model_id }),
         parts: vec![PartInput::Text(TextPartInput {
@@ -235,7 +235,7 @@ async fn init_route(
                 .to_owned(),
             ..TextPartInput::default()
         })],
-        ..PromptRequest::default()
+        ..PromptBody::default()
     };
     prompt(&s, &id, request).await?;
     Ok(Json(true))

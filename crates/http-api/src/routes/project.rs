@@ -19,7 +19,7 @@ use super::session::ListQuery;
 use super::session::MessagesQuery;
 use super::session::RespondBody;
 use super::session::RevertBody;
-use crate::driver::PromptRequest;
+use crate::driver::PromptBody;
 use crate::error::ApiError;
 use crate::extract::JsonBody;
 use crate::extract::OptionalJson;
@@ -79,7 +79,7 @@ pub(super) fn ops() -> Vec<Op> {
             "Prompt and wait for the reply",
             prompt,
         )
-        .body::<PromptRequest>()
+        .body::<PromptBody>()
         .returns_named("MessageWithParts"),
         Op::get(
             "/project/{projectID}/session/{sessionID}/message/{messageID}",
@@ -221,7 +221,7 @@ async fn messages(
 async fn prompt(
     State(s): State<AppState>,
     P((project, id)): P<(String, String)>,
-    JsonBody(body): JsonBody<PromptRequest>,
+    JsonBody(body): JsonBody<PromptBody>,
 ) -> Result<Json<MessageWithParts>, ApiError> {
     scoped(&s, &project, &id).await?;
     session::prompt(&s, &id, body).await.map(Json)

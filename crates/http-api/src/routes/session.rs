@@ -21,7 +21,7 @@ use serde_json::Value;
 use serde_json::json;
 
 use super::Op;
-use crate::driver::PromptRequest;
+use crate::driver::PromptBody;
 use crate::error::ApiError;
 use crate::extract::Dir;
 use crate::extract::JsonBody;
@@ -75,7 +75,7 @@ pub(super) fn ops() -> Vec<Op> {
             "Prompt and wait for the assistant reply",
             prompt_route,
         )
-        .body::<PromptRequest>()
+        .body::<PromptBody>()
         .returns_named("MessageWithParts"),
         Op::get(
             "/session/{sessionID}/message/{messageID}",
@@ -97,7 +97,7 @@ pub(super) fn ops() -> Vec<Op> {
             "Admit a prompt and return at once",
             prompt_async_route,
         )
-        .body::<PromptRequest>(),
+        .body::<PromptBody>(),
         Op::post("/session/{sessionID}/abort", "session.abort", "Interrupt the active drain", abort_route)
             .returns_bool(),
         Op::post(
@@ -351,7 +351,7 @@ async fn messages_route(
 async fn prompt_route(
     State(s): State<AppState>,
     P(id): P<String>,
-    JsonBody(body): JsonBody<PromptRequest>,
+    JsonBody(body): JsonBody<PromptBody>,
 ) -> Result<Json<MessageWithParts>, ApiError> {
     prompt(&s, &id, body).await.map(Json)
 }
@@ -376,7 +376,7 @@ async fn delete_message_route(
 async fn prompt_async_route(
     State(s): State<AppState>,
     P(id): P<String>,
-    JsonBody(body): JsonBody<PromptRequest>,
+    JsonBody(body): JsonBody<PromptBody>,
 ) -> Result<StatusCode, ApiError> {
     let session = session(&s, &id).await?;
     // OpenCode 1.x: a prompt to a busy session joins the running loop at its next step (steer).
@@ -616,7 +616,7 @@ pub(crate) async fn messages(s: &AppState, id: &str, q: MessagesQuery) -> Result
     Ok(page.messages.into_iter().filter(|m| !matches!(m.info, MessageInfo::System(_))).collect())
 }
 
-pub(crate) async fn prompt(s: &AppState, id: &str, body: PromptRequest) -> Result<MessageWithParts, ApiError> {
+pub(crate) async fn prompt(s: &AppState, id: &str, body: PromptBody) -> Result<MessageWithParts, ApiError> {
     let session = session(s, id).await?;
     if body.parts.is_empty() {
         return Err(ApiError::bad("a prompt needs at least one part"));

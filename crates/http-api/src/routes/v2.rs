@@ -17,7 +17,6 @@ use super::session::session;
 use crate::driver::AgentPartInput;
 use crate::driver::FilePartInput;
 use crate::driver::PartInput;
-use crate::driver::PromptRequest;
 use crate::driver::TextPartInput;
 use crate::error::ApiError;
 use crate::extract::JsonBody;
@@ -32,7 +31,7 @@ pub(super) fn ops() -> Vec<Op> {
             "Admit a prompt durably (steer or queue)",
             prompt,
         )
-        .body::<PromptBody>()
+        .body::<V2PromptBody>()
         .returns_named("{data: SessionInputAdmitted}"),
         Op::post("/api/session/{sessionID}/interrupt", "v2.session.interrupt", "Interrupt the active drain", interrupt),
         Op::post("/api/session/{sessionID}/compact", "v2.session.compact", "Compact the session now and wait", compact),
@@ -49,7 +48,8 @@ pub(super) fn ops() -> Vec<Op> {
 /// `POST /api/session/{id}/prompt` body.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PromptBody {
+#[schemars(rename = "PromptBody")]
+pub(crate) struct V2PromptBody {
     #[serde(default)]
     id: Option<String>,
     prompt: PromptInput,
@@ -81,7 +81,7 @@ enum DeliveryInput {
 async fn prompt(
     State(s): State<AppState>,
     P(id): P<String>,
-    JsonBody(body): JsonBody<PromptBody>,
+    JsonBody(body): JsonBody<V2PromptBody>,
 ) -> Result<Json<Value>, ApiError> {
     let found = session(&s, &id).await?;
     if let Some(message) = &body.id {
@@ -90,7 +90,7 @@ async fn prompt(
     let mut parts = vec![PartInput::Text(TextPartInput { text: body.prompt.text, ..TextPartInput::default() })];
     parts.extend(body.prompt.files.into_iter().map(PartInput::File));
     parts.extend(body.prompt.agents.into_iter().map(PartInput::Agent));
-    let request = PromptRequest { message_id: body.id, parts, ..PromptRequest::default() };
+    let request = crate::driver::PromptBody { message_id: body.id, parts, ..Default::default() };
     // Steer is the default: promoted at the next safe boundary, even inside a running tool loop.
     let delivery = match body.delivery {
         Some(DeliveryInput::Steer) | None => Delivery::Steer,
