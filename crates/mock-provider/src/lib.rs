@@ -88,6 +88,7 @@
 
 pub mod browser;
 mod cassette;
+mod config;
 mod fixtures;
 pub mod git;
 pub mod peer;

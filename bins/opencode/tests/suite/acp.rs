@@ -108,7 +108,7 @@ fn the_official_typescript_client_drives_opencode_acp() {
     assert_eq!((call["title"].as_str(), call["status"].as_str()), (Some("echo e2e-ok"), Some("completed")));
     assert!(text_of(replayed, "agent_message_chunk").contains("Done."));
     assert_eq!(seen["loaded"]["modes"]["currentModeId"], "plan");
-    assert_eq!(seen["exits"], json!([0, 0]));
+    assert_eq!(seen["exits"], json!([0, 0]), "{}", String::from_utf8_lossy(&output.stderr));
 
     // The editor's session is the project's: `opencode session list` shows it.
     let listed = home.opencode(&["session", "list", "--format", "json"]).output().unwrap();

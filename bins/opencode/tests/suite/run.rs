@@ -284,9 +284,7 @@ fn model_and_agent_flags_are_used_and_checked() {
     let (_rt, mock) = mock();
     let home = Home::new();
     mock.push(text("planned"));
-    let extra = json!({"provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
-        "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-        "models": {"m": {"tool_call": true}, "big": {"tool_call": true}}}}});
+    let extra = json!({"provider": {"mock": {"models": {"big": {"tool_call": true}}}}});
     let output =
         home.run_with(&mock, extra.clone(), &["-m", "mock/big", "--agent", "plan", "plan it"]).output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -340,13 +338,8 @@ fn a_command_expands_its_template_with_the_message_as_arguments() {
 fn a_configured_command_brings_its_model() {
     let (_rt, mock) = mock();
     let home = Home::new();
-    let provider = json!({"mock": {
-        "npm": "@ai-sdk/openai-compatible",
-        "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-        "models": {"m": {}, "m2": {}}
-    }});
     let extra = json!({
-        "provider": provider,
+        "provider": {"mock": {"models": {"m2": {}}}},
         "command": {"summary": {"template": "Summarise $ARGUMENTS briefly", "model": "mock/m2"}}
     });
     mock.push(text("Short."));

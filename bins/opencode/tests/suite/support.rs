@@ -48,20 +48,9 @@ impl Home {
 }
 
 /// The configuration of a custom OpenAI-compatible provider `mock` served by `mock`, with `mock/m`
-/// as the model; `extra` is merged on top.
+/// as the model; `extra` is merged over it object by object.
 pub fn mock_config(mock: &MockProvider, extra: Value) -> String {
-    let mut config = json!({
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-            "models": {"m": {"tool_call": true, "limit": {"context": 200_000, "output": 8_000}}}
-        }},
-        "model": "mock/m"
-    });
-    if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
-        config.extend(extra);
-    }
-    config.to_string()
+    mock.opencode_config(extra).to_string()
 }
 
 impl Home {

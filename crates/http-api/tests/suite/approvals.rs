@@ -37,14 +37,10 @@ impl Projects {
         let _already_installed = rustls::crypto::ring::default_provider().install_default();
         let mock = MockProvider::start().await.unwrap();
         let root = tempfile::tempdir().unwrap();
-        let config = json!({
-            "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
-                "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-                "models": {"m": {"tool_call": true}}}},
-            "model": "mock/m",
+        let config = mock.opencode_config(json!({
             "agent": {"title": {"disable": true}},
             "permission": {"bash": "ask"}
-        });
+        }));
         let project = |name: &str| {
             let dir = root.path().join(name);
             std::fs::create_dir_all(&dir).unwrap();

@@ -202,14 +202,10 @@ async fn each_project_directory_gets_its_own_tool_permissions() {
     let strict = t.dir.parent().unwrap().join("strict");
     std::fs::create_dir_all(&strict).unwrap();
     // Its own configuration is all that applies there: it names the model too.
-    let config = json!({
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", t.mock.base_url()), "apiKey": "x"},
-            "models": {"m": {"tool_call": true}}}},
-        "model": "mock/m",
+    let config = t.mock.opencode_config(json!({
         "agent": {"title": {"disable": true}},
         "permission": { "bash": "deny" }
-    });
+    }));
     std::fs::write(strict.join("opencode.json"), config.to_string()).unwrap();
     let query = super::directory_query(&strict);
     let (status, session) = t.post(&format!("/session?{query}"), json!({})).await;

@@ -15,13 +15,11 @@ async fn a_prompt_uses_the_model_and_agents_of_its_session_directory() {
     let t = start_runtime(json!({})).await;
     let other = tempfile::tempdir().unwrap();
     let other_dir = other.path().canonicalize().unwrap();
-    let config = json!({
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", t.mock.base_url()), "apiKey": "x"},
-            "models": {"m": {"tool_call": true}, "n": {"tool_call": true}}}},
+    let config = t.mock.opencode_config(json!({
+        "provider": {"mock": {"models": {"n": {"tool_call": true}}}},
         "model": "mock/n",
         "agent": {"title": {"disable": true}, "build": {"prompt": "You work in the other directory."}}
-    });
+    }));
     std::fs::write(other_dir.join("opencode.json"), config.to_string()).unwrap();
 
     // The start directory: its model, the default prompt.

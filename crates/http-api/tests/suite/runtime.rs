@@ -36,14 +36,10 @@ pub async fn start_runtime(extra: Value) -> RuntimeServer {
     let dir = root.path().join("project");
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let mut config = json!({
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url()), "apiKey": "x"},
-            "models": {"m": {"tool_call": true}}}},
-        "model": "mock/m",
+    let mut config = mock.opencode_config(json!({
         // The mock answers in arrival order: a background title request would take a scripted answer.
         "agent": {"title": {"disable": true}}
-    });
+    }));
     if let (Value::Object(config), Value::Object(extra)) = (&mut config, extra) {
         config.extend(extra);
     }

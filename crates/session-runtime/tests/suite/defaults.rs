@@ -19,19 +19,13 @@ use opencode_session_store::NewSession;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::support::Limits;
 use super::support::harness;
 use super::support::text;
 
 /// A runtime like the harness's, with titles on.
 async fn titled() -> (super::support::Harness, SessionRuntime) {
     let h = harness(FnTools::new()).await;
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", h.mock.base_url())},
-                     "models": {"m": {"limit": {"context": Limits::default().context, "output": 8000}}}}}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(h.mock.opencode_config(json!({}))).unwrap();
     let runtime = SessionRuntime::builder(
         std::sync::Arc::clone(&h.store),
         opencode_llm::LlmClient::new(),
@@ -117,11 +111,7 @@ fn the_default_model_is_config_model_else_the_first_provider_with_a_key() {
 #[tokio::test]
 async fn a_session_whose_provider_is_only_in_its_directory_config_is_titled() {
     let h = harness(FnTools::new()).await;
-    let own = json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", h.mock.base_url())},
-                     "models": {"m": {"limit": {"context": Limits::default().context, "output": 8000}}}}}
-    });
+    let own = h.mock.opencode_config(json!({}));
     std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
     let start = Config::default();
     let paths = Paths::under(h.data.path());
@@ -150,12 +140,10 @@ async fn a_session_whose_provider_is_only_in_its_directory_config_is_titled() {
 #[tokio::test]
 async fn a_directory_that_turns_auto_compaction_off_is_not_compacted() {
     let h = harness(FnTools::new()).await;
-    let own = json!({
-        "model": "mock/m",
+    let own = h.mock.opencode_config(json!({
         "compaction": {"auto": false},
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", h.mock.base_url())},
-                     "models": {"m": {"limit": {"context": 2000, "output": 100}}}}}
-    });
+        "provider": {"mock": {"models": {"m": {"limit": {"context": 2000, "output": 100}}}}}
+    }));
     std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
     // The start directory would compact anything but the last 10 tokens.
     let start: Config = serde_json::from_value(json!({"compaction": {"preserve_recent_tokens": 10}})).unwrap();

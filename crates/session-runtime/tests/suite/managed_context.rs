@@ -65,15 +65,10 @@ impl Plugin for Newest {
 /// A runtime over the mock provider with a `context`-token model and `host`'s plugins.
 async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost, context: u64) -> SessionRuntime {
     host.ready().await.unwrap();
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({
         "compaction": {"reserved": 200, "preserve_recent_tokens": 1_000},
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url())},
-            "models": {"m": {"tool_call": true, "limit": {"context": context, "output": 200}}}
-        }}
-    }))
+        "provider": {"mock": {"models": {"m": {"limit": {"context": context, "output": 200}}}}}
+    })))
     .unwrap();
     let paths = Paths::under(data);
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());

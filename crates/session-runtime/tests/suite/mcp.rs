@@ -48,12 +48,7 @@ async fn a_server_added_at_run_time_serves_the_next_turn_until_disconnected_or_r
     }
     let mock = MockProvider::start().await.unwrap();
     let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true}}}}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({}))).unwrap();
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, _store) = super::support::runtime_with_standard_tools(config, Paths::under(data.path()), permissions);
     let session = runtime.create_session(project.path(), NewSession::default()).await.unwrap();
@@ -95,15 +90,12 @@ async fn the_first_turn_waits_for_servers_still_connecting() {
     let mock = MockProvider::start().await.unwrap();
     let (project, data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/scripted.mjs");
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true}}}},
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({
         "mcp": {
             "slow": {"type": "local", "command": ["node", &script, "--slow-start", "1500"], "timeout": 20000},
             "stuck": {"type": "local", "command": ["node", &script, "--stuck"], "timeout": 1000}
         }
-    }))
+    })))
     .unwrap();
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, _store) = super::support::runtime_with_standard_tools(config, Paths::under(data.path()), permissions);

@@ -132,15 +132,7 @@ async fn runtime(
 ) -> SessionRuntime {
     let host = PluginHost::builder().plugin(Arc::clone(editor) as Arc<dyn Plugin>, Requirement::Required).build();
     host.ready().await.unwrap();
-    let mut config = json!({
-        "model": "mock/m",
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url())},
-            "models": {"m": {"tool_call": true, "limit": {"context": 200_000, "output": 8_000}}}
-        }}
-    });
-    config.as_object_mut().unwrap().extend(extra.as_object().cloned().unwrap_or_default());
+    let config = mock.opencode_config(extra);
     let config: Config = serde_json::from_value(config).unwrap();
     let paths = Paths::under(data);
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());

@@ -109,15 +109,7 @@ impl Plugin for Broken {
 /// A runtime over the mock provider whose hooks are `host`'s plugins.
 async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost) -> SessionRuntime {
     host.ready().await.unwrap();
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url())},
-            "models": {"m": {"tool_call": true, "limit": {"context": 200_000, "output": 8_000}}}
-        }}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({}))).unwrap();
     let paths = Paths::under(data);
     let store = Arc::new(opencode_session_store::Store::open(paths.database()).unwrap());
     let catalog = Arc::new(Catalog::default().with_config(&config).unwrap());

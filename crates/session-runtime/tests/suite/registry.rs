@@ -23,12 +23,7 @@ async fn the_registry_tools_read_and_edit_files_in_the_project() {
     let data = tempfile::tempdir().unwrap();
     std::fs::create_dir(project.path().join("src")).unwrap();
     std::fs::write(project.path().join("src/lib.rs"), "pub fn answer() -> u32 {\n    41\n}\n").unwrap();
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({}))).unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, _store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
@@ -63,12 +58,7 @@ async fn an_approved_plan_exit_switches_the_session_to_build_with_the_synthetic_
     let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({}))).unwrap();
     let paths = Paths::under(data.path());
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, store) = super::support::runtime_with_standard_tools(config, paths, Arc::clone(&permissions));
@@ -174,12 +164,7 @@ async fn a_running_commands_output_shows_on_its_part_before_it_ends() {
     let mock = opencode_mock_provider::MockProvider::start().await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
-    }))
-    .unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({}))).unwrap();
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, _store) =
         super::support::runtime_with_standard_tools(config, Paths::under(data.path()), Arc::clone(&permissions));

@@ -39,14 +39,10 @@ use super::support::tool_call;
 
 /// A configuration naming `model` of the mock provider (which offers `m` and `m2`).
 fn config_json(mock: &MockProvider, model: &str) -> Value {
-    json!({
+    mock.opencode_config(json!({
         "model": format!("mock/{model}"),
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url())},
-            "models": {"m": {"tool_call": true}, "m2": {"tool_call": true}}
-        }}
-    })
+        "provider": {"mock": {"models": {"m2": {"tool_call": true}}}}
+    }))
 }
 
 struct Setup {

@@ -34,13 +34,7 @@ async fn git_project(
     let data = tempfile::tempdir().unwrap();
     std::fs::write(project.path().join("README.md"), "# p\n").unwrap();
     opencode_mock_provider::git::init_committed(project.path());
-    let mut config = json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true, "limit": {"context": 200000, "output": 8000}}}}}
-    });
-    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let config: Config = serde_json::from_value(config).unwrap();
+    let config: Config = serde_json::from_value(mock.opencode_config(extra)).unwrap();
     let permissions = Arc::new(Permissions::in_memory());
     let (runtime, store) = super::support::runtime_with_standard_tools(config, Paths::under(data.path()), permissions);
     (mock, project, data, runtime, store)

@@ -55,14 +55,12 @@ pub(super) async fn env(extra: Value) -> Env {
 /// [`env`]'s configuration.
 pub(super) fn config(mock: &MockProvider, extra: Value) -> Config {
     let limits = json!({"context": 200000, "output": 8000});
-    let mut config = json!({
-        "model": "mock/m",
-        "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": format!("{}/v1", mock.base_url())},
-                     "models": {"m": {"tool_call": true, "limit": limits}, "m2": {"tool_call": true, "limit": limits}}}},
+    let mut config = mock.opencode_config(json!({
+        "provider": {"mock": {"models": {"m2": {"tool_call": true, "limit": limits}}}},
         "agent": {"reviewer": {"mode": "subagent", "description": "Reviews code", "prompt": "You review code.",
                                "model": "mock/m2", "permission": {"bash": "ask"}},
                   "quiet": {"mode": "subagent"}}
-    });
+    }));
     for (key, value) in extra.as_object().unwrap() {
         config[key] = value.clone();
     }

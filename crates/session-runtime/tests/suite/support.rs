@@ -79,16 +79,11 @@ pub fn runtime_with_memory(
     agents: Value,
     memory: MemoryOptions,
 ) -> SessionRuntime {
-    let config: Config = serde_json::from_value(json!({
-        "model": "mock/m",
+    let config: Config = serde_json::from_value(mock.opencode_config(json!({
         "agent": agents,
         "compaction": {"reserved": limits.reserved, "preserve_recent_tokens": limits.keep},
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "options": {"baseURL": format!("{}/v1", mock.base_url())},
-            "models": {"m": {"tool_call": true, "limit": {"context": limits.context, "output": limits.output}}}
-        }}
-    }))
+        "provider": {"mock": {"models": {"m": {"limit": {"context": limits.context, "output": limits.output}}}}}
+    })))
     .unwrap();
     let paths = Paths::under(data);
     let store = Arc::new(Store::open(paths.database()).unwrap());
