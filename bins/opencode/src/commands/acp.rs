@@ -22,10 +22,13 @@ pub fn run(context: &Context, args: AcpArgs) -> Result<(), CliError> {
             eprintln!("warning: {warning}");
         }
         engine.start_plugins();
-        opencode_acp::serve(engine, cwd, opencode_acp::Stdio::new()).await.map_err(|err| CliError::Failed {
-            message: format!("the ACP connection failed: {err}"),
-            hint: "check the editor's agent log; the session data is kept".to_owned(),
-        })
+        match opencode_acp::serve(engine, cwd, opencode_acp::Stdio::new()).await {
+            Err(err) if !client_left(&err) => Err(CliError::Failed {
+                message: format!("the ACP connection failed: {err}"),
+                hint: "check the editor's agent log; the session data is kept".to_owned(),
+            }),
+            _ => Ok(()),
+        }
     });
     // Nothing is left to wait for once the client is gone.
     runtime.shutdown_background();
@@ -43,4 +46,11 @@ fn directory(context: &Context, cwd: Option<PathBuf>) -> Result<PathBuf, CliErro
         ));
     }
     Ok(cwd)
+}
+
+/// Whether the connection ended because the client closed our output (an editor that lets the agent
+/// go may stop reading before a last notification is written): a normal end, not a failure. The
+/// protocol crate reports it only as an internal error carrying the I/O error's text.
+fn client_left(err: &impl std::fmt::Display) -> bool {
+    err.to_string().to_ascii_lowercase().contains("broken pipe")
 }
