@@ -7,10 +7,8 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::PoisonError;
 use std::sync::Weak;
 use std::time::Duration;
-use std::time::Instant;
 
 use opencode_catalog::Catalog;
 use opencode_catalog::LazyCatalog;
@@ -26,6 +24,7 @@ use opencode_llm::ToolDefinition;
 use opencode_mcp::McpEvent;
 use opencode_mcp::McpManager;
 use opencode_session_store::Delivery;
+use opencode_session_store::GLOBAL_PROJECT;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::NewSession;
 use opencode_session_store::Session;
@@ -37,7 +36,6 @@ use opencode_tool_registry::AgentDirs;
 use opencode_tool_registry::Agents;
 use tokio::sync::broadcast;
 
-use crate::compaction::CompactionSettings;
 use crate::coordinator::Coordinator;
 use crate::coordinator::DrainFuture;
 use crate::coordinator::DrainOutcome;
@@ -49,16 +47,14 @@ use crate::events::SessionStatus;
 use crate::history::PromptFile;
 use crate::history::StoredPrompt;
 use crate::hooks::Hooks;
-use crate::location::Location;
 use crate::location::LocationFactory;
 use crate::location::StandardLocations;
+use crate::locations::Reload;
 use crate::memory::MemoryOptions;
 use crate::memory::MemoryReport;
 use crate::projection::HistoryCache;
 use crate::store::blocking;
 use crate::subtask::SubtaskPrompt;
-
-use opencode_session_store::GLOBAL_PROJECT;
 
 /// Tuning of the runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -636,38 +632,10 @@ impl std::fmt::Debug for SessionHold {
 /// MCP events a slow receiver of [`SessionRuntime::mcp_events`] may fall behind by.
 const MCP_EVENT_CAPACITY: usize = 256;
 
-/// What [`SessionRuntime::reload_location`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reload {
-    /// The Location was dropped (its MCP servers stopped); its next use opens it again.
-    Disposed,
-    /// A drain of the directory still holds the Location: it is dropped once none does, and opened
-    /// again at the next use after that.
-    Deferred,
-    /// No Location was open for the directory: its next use loads the current configuration anyway.
-    NotOpen,
-}
-
-/// An open Location, and whether it is to be reopened once no drain holds it.
-struct Opened {
-    location: Arc<Location>,
-    stale: bool,
-    /// When it was last handed out.
-    used: Instant,
-}
-
-impl Opened {
-    /// Whether anyone but the runtime's table holds the Location. Clones are only handed out under
-    /// the table's lock, so a count of one under that lock means nobody can be using it.
-    fn in_use(&self) -> bool {
-        Arc::strong_count(&self.location) > 1
-    }
-}
-
 /// Everything a drain needs, shared.
 pub(crate) struct Inner {
     /// This runtime, for services it hands to its Locations (the `task` tool's subagent runner).
-    me: Weak<Inner>,
+    pub(crate) me: Weak<Inner>,
     pub(crate) store: Arc<Store>,
     pub(crate) llm: LlmClient,
     /// The start directory's catalog, loaded on first use.
@@ -675,17 +643,17 @@ pub(crate) struct Inner {
     pub(crate) config: Arc<Config>,
     pub(crate) env: Env,
     pub(crate) auth: AuthStore,
-    refresher: Arc<dyn CredentialRefresher>,
+    pub(crate) refresher: Arc<dyn CredentialRefresher>,
     /// The one agent model: the runner reads prompts, models and step allowances from it, the tool
     /// host the same agent's permissions.
     pub(crate) agents: Arc<Agents>,
-    location_factory: Arc<dyn LocationFactory>,
+    pub(crate) location_factory: Arc<dyn LocationFactory>,
     /// The open Locations, by directory.
-    locations: Mutex<HashMap<PathBuf, Opened>>,
+    pub(crate) locations: Mutex<HashMap<PathBuf, crate::locations::Opened>>,
     /// The MCP events of every open Location, with its directory.
-    mcp_events: broadcast::Sender<(PathBuf, McpEvent)>,
+    pub(crate) mcp_events: broadcast::Sender<(PathBuf, McpEvent)>,
     pub(crate) hooks: Option<Arc<dyn Hooks>>,
-    bus: EventBus,
+    pub(crate) bus: EventBus,
     pub(crate) coordinator: Coordinator,
     pub(crate) options: RuntimeOptions,
     /// Projected history per session, maintained from committed events.
@@ -706,29 +674,6 @@ impl Inner {
         let fresh = self.refresher.fresh(provider, &self.auth).await;
         fresh.map_err(|err| RuntimeError::Catalog(err.into()))
     }
-
-    /// What applies in `directory`: its Location's own configuration, agents and catalog, else the
-    /// runtime's.
-    pub(crate) fn settings(&self, directory: &str) -> Result<Settings> {
-        self.settings_in(&*self.location(directory)?)
-    }
-
-    /// What applies in an open Location: its own configuration, agents and catalog, else the
-    /// runtime's.
-    pub(crate) fn settings_in(&self, location: &Location) -> Result<Settings> {
-        Ok(match &location.own {
-            Some(own) => Settings {
-                config: Arc::clone(&own.config),
-                agents: Arc::clone(&own.agents),
-                catalog: Arc::clone(&own.catalog),
-            },
-            None => Settings {
-                config: Arc::clone(&self.config),
-                agents: Arc::clone(&self.agents),
-                catalog: self.catalog.get()?,
-            },
-        })
-    }
 }
 
 /// A Location's tools as [`SessionRuntime::tools`] reports them.
@@ -738,56 +683,6 @@ pub struct LocationTools {
     pub offered: Vec<ToolDefinition>,
     /// Every tool's name, whatever the agent.
     pub names: Vec<String>,
-}
-
-/// The configuration, agents and model catalog that apply in one directory.
-pub(crate) struct Settings {
-    pub(crate) config: Arc<Config>,
-    pub(crate) agents: Arc<Agents>,
-    pub(crate) catalog: Arc<Catalog>,
-}
-
-impl Settings {
-    /// The model when neither the session, its agent nor config names one: the best model of the
-    /// first provider with credentials.
-    pub(crate) fn default_model(&self, inner: &Inner) -> Option<ModelChoice> {
-        crate::defaults::default_model(&self.catalog, &self.config, &inner.auth, &inner.env)
-    }
-
-    /// The model of a turn of `session` under `agent`: the session's, else the agent's, else config
-    /// `model`, else the default (`None` when there is none).
-    pub(crate) fn model_for(&self, inner: &Inner, session: &Session, agent: &Agent) -> Result<Option<ModelChoice>> {
-        Ok(match (&session.model, &agent.model, &self.config.model) {
-            (Some(chosen), _, _) => Some(ModelChoice {
-                provider: chosen.provider_id.clone(),
-                model: chosen.id.clone(),
-                variant: chosen.variant.clone(),
-            }),
-            (None, Some(reference), _) | (None, None, Some(reference)) => {
-                let choice = ModelChoice::parse(reference)?;
-                let variant = if agent.model.is_some() { agent.variant.clone() } else { None };
-                Some(ModelChoice { variant, ..choice })
-            }
-            (None, None, None) => self.default_model(inner),
-        })
-    }
-
-    /// When and how much to compact (config `compaction`).
-    pub(crate) fn compaction(&self) -> CompactionSettings {
-        CompactionSettings::from_config(&self.config)
-    }
-
-    /// The agent named `name`, or the default one.
-    pub(crate) fn agent(&self, name: Option<&str>) -> Result<Arc<Agent>> {
-        resolve_agent(&self.agents, name)
-    }
-}
-
-fn resolve_agent(agents: &Agents, name: Option<&str>) -> Result<Arc<Agent>> {
-    agents.resolve(name).ok_or_else(|| RuntimeError::UnknownAgent {
-        name: name.unwrap_or(opencode_tool_registry::DEFAULT_AGENT).to_owned(),
-        known: agents.iter().map(|agent| agent.name.as_str()).collect::<Vec<_>>().join(", "),
-    })
 }
 
 impl crate::coordinator::Drains for Inner {
@@ -818,125 +713,11 @@ impl Inner {
         }
     }
 
-    /// The Location of `directory`, opened on first use and kept until it is reloaded.
-    pub(crate) fn location(&self, directory: &str) -> Result<Arc<Location>> {
-        let key = PathBuf::from(directory);
-        let mut locations = self.open_locations();
-        if let Some(opened) = locations.get_mut(&key)
-            && (!opened.stale || opened.in_use())
-        {
-            opened.used = Instant::now();
-            return Ok(Arc::clone(&opened.location));
-        }
-        let location = Arc::new(self.location_factory.open(&key)?);
-        tracing::info!(directory = %key.display(), "location opened");
-        let subagents = crate::subagent::Subagents::new(Weak::clone(&self.me));
-        location.tools.attach_subagents(Arc::new(subagents), &self.agents);
-        if let Some(mcp) = location.tools.mcp() {
-            self.relay_mcp_events(&key, &mcp);
-        }
-        let retired =
-            locations.insert(key, Opened { location: Arc::clone(&location), stale: false, used: Instant::now() });
-        // A stale Location is dropped after the lock is released: stopping MCP servers takes a moment.
-        drop(locations);
-        drop(retired);
-        Ok(location)
-    }
-
-    /// Relays the events of a Location's MCP servers onto [`SessionRuntime::mcp_events`] until the
-    /// servers are dropped with their Location.
-    fn relay_mcp_events(&self, directory: &Path, mcp: &McpManager) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (mut events, out, directory) = (mcp.events(), self.mcp_events.clone(), directory.to_path_buf());
-        runtime.spawn(async move {
-            loop {
-                match events.recv().await {
-                    // Nobody listening is fine.
-                    Ok(event) => drop(out.send((directory.clone(), event))),
-                    Err(broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, directory = %directory.display(), "MCP events were dropped");
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        });
-    }
-
-    /// Drops `directory`'s Location now, or marks it for when no drain holds it.
-    fn reload(&self, directory: &Path) -> Reload {
-        let reloaded = self.reload_where(|open| open == directory);
-        reloaded.first().map_or(Reload::NotOpen, |(_, reload)| *reload)
-    }
-
-    /// Drops the Locations of the directories `which` selects, or marks those a drain holds.
-    fn reload_where(&self, which: impl Fn(&Path) -> bool) -> Vec<(PathBuf, Reload)> {
-        let mut locations = self.open_locations();
-        let mut retired = Vec::new();
-        let mut reloaded = Vec::new();
-        let selected: Vec<PathBuf> = locations.keys().filter(|open| which(open)).cloned().collect();
-        for directory in selected {
-            let Some(opened) = locations.get_mut(&directory) else { continue };
-            let reload = if opened.in_use() {
-                opened.stale = true;
-                Reload::Deferred
-            } else {
-                retired.extend(locations.remove(&directory));
-                Reload::Disposed
-            };
-            tracing::info!(directory = %directory.display(), ?reload, "location reloaded");
-            reloaded.push((directory, reload));
-        }
-        // Dropped after the lock is released: stopping MCP servers takes a moment.
-        drop(locations);
-        drop(retired);
-        reloaded
-    }
-
-    /// Drops the Locations marked for reload that no drain holds any more.
-    fn retire_stale(&self) {
-        let mut locations = self.open_locations();
-        let done: Vec<PathBuf> = locations
-            .iter()
-            .filter(|(_, opened)| opened.stale && !opened.in_use())
-            .map(|(directory, _)| directory.clone())
-            .collect();
-        let retired: Vec<Opened> = done.iter().filter_map(|directory| locations.remove(directory)).collect();
-        drop(locations);
-        for directory in &done {
-            tracing::info!(directory = %directory.display(), "location disposed after its drains ended");
-        }
-        drop(retired);
-    }
-
-    /// Shuts down the Locations no drain holds that were last used `idle` or longer before `now`
-    /// (their tools go, MCP servers and language servers stop); their next use opens them again.
-    /// How many were shut down.
-    pub(crate) fn retire_idle(&self, now: Instant, idle: Duration) -> usize {
-        let mut locations = self.open_locations();
-        let done: Vec<PathBuf> = locations
-            .iter()
-            .filter(|(_, opened)| !opened.in_use() && now.saturating_duration_since(opened.used) >= idle)
-            .map(|(directory, _)| directory.clone())
-            .collect();
-        let retired: Vec<Opened> = done.iter().filter_map(|directory| locations.remove(directory)).collect();
-        drop(locations);
-        for directory in &done {
-            tracing::info!(directory = %directory.display(), idle_seconds = idle.as_secs(), "location shut down after being idle");
-        }
-        // Dropped after the lock is released: stopping MCP servers takes a moment.
-        drop(retired);
-        done.len()
-    }
-
     pub(crate) fn memory_report(&self) -> MemoryReport {
         MemoryReport {
             history: self.history.report(),
             locations: self.open_locations().len(),
             active_sessions: self.coordinator.active().len(),
         }
-    }
-
-    fn open_locations(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Opened>> {
-        self.locations.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -48,7 +48,7 @@ use crate::records::now_ms;
 use crate::records::settled_part;
 use crate::runtime::Inner;
 use crate::runtime::ModelChoice;
-use crate::runtime::Settings;
+use crate::settings::Settings;
 use crate::store::blocking;
 use crate::tools::ToolHost;
 use crate::tools::ToolInvocation;
