@@ -79,6 +79,7 @@ impl Context {
             // short: sessions made here keep their default title (or `--title`).
             titles: false,
             pure,
+            editor: None,
         };
         let assembled = assembly.build(store, Arc::new(self.loaded.config.clone()), Arc::new(catalog));
         let warnings = assembled

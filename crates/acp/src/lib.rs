@@ -23,6 +23,7 @@
 //! ```
 
 mod error;
+mod files;
 mod options;
 mod permission;
 mod prompt;

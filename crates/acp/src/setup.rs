@@ -5,8 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use opencode_config::Env;
-use opencode_session_runtime::{Assembly, Plugins, RuntimeError, SessionRuntime, Started};
-use opencode_tool_registry::Permissions;
+use opencode_session_runtime::{Assembled, Assembly, Plugins, RuntimeError, SessionRuntime, Started};
+use opencode_tool_registry::{EditorFiles, Permissions};
+
+use crate::files::ClientFiles;
 
 /// A runtime and the permission service its tools ask through.
 #[derive(Clone)]
@@ -16,6 +18,8 @@ pub struct Engine {
     pub plugins: Plugins,
     /// Problems met while loading configuration, one line each.
     pub warnings: Vec<String>,
+    /// The client's file system, which the file tools use for the sessions whose turn runs here.
+    pub files: Arc<ClientFiles>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -25,13 +29,20 @@ impl std::fmt::Debug for Engine {
 }
 
 /// Builds the runtime from `env` and the configuration of `directory` as every front end does
-/// ([`Assembly`]; no `question` tool: the protocol has no way to ask one) (blocking: opens the
+/// ([`Assembly`]; no `question` tool: the protocol has no way to ask one; text files read and
+/// written through the client's file system where it offers one) (blocking: opens the
 /// database and reads configuration). The catalog is decoded by the first turn that needs it, and the
 /// plugins are started by [`Engine::start_plugins`], so that `initialize` is answered at once.
 pub fn engine(env: &Env, directory: &Path) -> Result<Engine, RuntimeError> {
-    let assembly = Assembly { questions: false, ..Assembly::new(env.clone(), directory.to_path_buf()) };
+    let files = Arc::new(ClientFiles::default());
+    let assembly = Assembly {
+        questions: false,
+        editor: Some(Arc::clone(&files) as Arc<dyn EditorFiles>),
+        ..Assembly::new(env.clone(), directory.to_path_buf())
+    };
     let Started { assembled, warnings, .. } = assembly.start()?;
-    Ok(Engine { runtime: assembled.runtime, permissions: assembled.permissions, plugins: assembled.plugins, warnings })
+    let Assembled { runtime, permissions, plugins } = assembled;
+    Ok(Engine { runtime, permissions, plugins, warnings, files })
 }
 
 impl Engine {

@@ -4,14 +4,14 @@
 //! kept, as in any interrupted turn).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, PromptRequest, PromptResponse, SessionInfoUpdate, SessionUpdate, StopReason,
-    ToolCallStatus, ToolCallUpdate, UsageUpdate, WriteTextFileRequest,
+    ToolCallStatus, ToolCallUpdate, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use opencode_session_runtime::mcp::McpManager;
@@ -98,7 +98,9 @@ async fn run(
     let runtime = &shared.engine.runtime;
     // Subscribed before admission, so that nothing of the turn is missed.
     let mut events = runtime.subscribe();
-    let mut stream = Stream::new(session, cx.clone(), shared.client().fs.write_text_file);
+    // The turn's file tools read and write through the client's file system where it offers one.
+    let _linked = shared.engine.files.link(&session.id, cx.clone(), &shared.client().fs);
+    let mut stream = Stream::new(session, cx.clone());
     let outcome = match ask {
         Ask::Compact => {
             let compact = runtime.compact(&session.id);
@@ -110,7 +112,6 @@ async fn run(
             follow(runtime.wait_idle(&session.id), &mut events, &mut stream).await
         }
     };
-    stream.finish().await;
     usage(shared, &stream);
     if turn.cancelled.load(Ordering::Acquire) {
         return Ok(PromptResponse::new(StopReason::Cancelled));
@@ -178,16 +179,12 @@ struct Stream {
     directory: PathBuf,
     title: String,
     cx: ConnectionTo<Client>,
-    /// The client takes `fs/write_text_file`: files an edit changed are pushed to it.
-    push_writes: bool,
     /// Each message's role (`true`: the assistant's, shown; the user's own text is not echoed).
     assistant: HashMap<String, bool>,
     /// Bytes of each text or reasoning part already sent.
     sent: HashMap<String, usize>,
     /// Each tool call's last status, title and input sent.
     calls: HashMap<String, (ToolCallStatus, Option<String>, Option<Value>)>,
-    /// Files changed by edits, to push at the end.
-    written: Vec<PathBuf>,
     /// How the last assistant message finished.
     finish: Option<String>,
     /// The last assistant message's model and the tokens its request used (input and output).
@@ -197,17 +194,15 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(session: &Session, cx: ConnectionTo<Client>, push_writes: bool) -> Self {
+    fn new(session: &Session, cx: ConnectionTo<Client>) -> Self {
         Self {
             session: session.id.clone(),
             directory: PathBuf::from(&session.directory),
             title: session.title.clone(),
             cx,
-            push_writes,
             assistant: HashMap::new(),
             sent: HashMap::new(),
             calls: HashMap::new(),
-            written: Vec::new(),
             finish: None,
             usage: None,
             cost: None,
@@ -328,13 +323,7 @@ impl Stream {
             Some(previous) if previous != shown => {
                 self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call_id.to_owned(), fields)));
             }
-            Some(_) => return,
-        }
-        if let ToolState::Completed { input, .. } = state
-            && matches!(tool, "edit" | "write")
-            && let Some(path) = input.get("filePath").and_then(Value::as_str)
-        {
-            self.written.push(self.directory.join(path));
+            Some(_) => {}
         }
     }
 
@@ -345,26 +334,5 @@ impl Stream {
             Some("content-filter") => StopReason::Refusal,
             _ => StopReason::EndTurn,
         }
-    }
-
-    /// Pushes the files the turn's edits changed to the client (when it takes writes), so that its
-    /// open buffers show them.
-    async fn finish(&mut self) {
-        if !self.push_writes {
-            return;
-        }
-        self.written.sort();
-        self.written.dedup();
-        for path in std::mem::take(&mut self.written) {
-            push_file(&self.cx, &self.session, &path).await;
-        }
-    }
-}
-
-async fn push_file(cx: &ConnectionTo<Client>, session: &str, path: &Path) {
-    let Ok(content) = tokio::fs::read_to_string(path).await else { return };
-    let request = WriteTextFileRequest::new(session.to_owned(), path, content);
-    if let Err(err) = cx.send_request(request).block_task().await {
-        tracing::warn!(%err, path = %path.display(), "the client did not take an edited file");
     }
 }

@@ -80,6 +80,7 @@ async fn run() {
         permissions: Arc::new(Permissions::in_memory()),
         progress: Arc::new(NoProgress),
         output: registry.output().clone(),
+        editor: None,
     };
     let mut samples = Vec::with_capacity(CALLS);
     for i in 0..CALLS {

@@ -28,6 +28,7 @@ use opencode_config::Paths;
 use opencode_llm::LlmClient;
 use opencode_session_store::GLOBAL_PROJECT;
 use opencode_session_store::Store;
+use opencode_tool_registry::EditorFiles;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::tools::question::Question;
 use opencode_tool_registry::tools::todo::TodoRead;
@@ -45,7 +46,7 @@ use crate::services::StoreTodos;
 use crate::tools::ToolHost;
 
 /// How a front end wants the runtime assembled.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Assembly {
     pub env: Env,
     pub paths: Paths,
@@ -58,6 +59,18 @@ pub struct Assembly {
     pub titles: bool,
     /// Run no external plugin.
     pub pure: bool,
+    /// The front end's open files (an editor's buffers): the file tools read and write text
+    /// through it for the sessions it keeps.
+    pub editor: Option<Arc<dyn EditorFiles>>,
+}
+
+impl std::fmt::Debug for Assembly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Assembly")
+            .field("directory", &self.directory)
+            .field("questions", &self.questions)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An assembled runtime and the services a front end answers through.
@@ -92,7 +105,7 @@ impl std::fmt::Debug for Started {
 impl Assembly {
     /// Questions on, titles on, plugins as configured; paths from `env`.
     pub fn new(env: Env, directory: PathBuf) -> Self {
-        Self { paths: env.paths(), env, directory, questions: true, titles: true, pure: false }
+        Self { paths: env.paths(), env, directory, questions: true, titles: true, pure: false, editor: None }
     }
 
     /// Opens the store and the start directory's configuration, and assembles the runtime over them
@@ -134,7 +147,7 @@ impl Assembly {
         let todos = Arc::new(StoreTodos::new(Arc::clone(&store)));
         let (tool_paths, tool_plugins, tool_permissions) =
             (self.paths.clone(), plugins.clone(), Arc::clone(&permissions));
-        let questions = self.questions;
+        let (questions, editor) = (self.questions, self.editor.clone());
         let locations = StandardLocations::new(&config, self.paths.clone(), self.env.clone()).per_directory();
         let locations = locations.with_configured_tools(move |directory, config| {
             // `always` approvals are the project's: loaded when its first Location opens, never
@@ -147,6 +160,9 @@ impl Assembly {
             }
             for tool in extra {
                 tools.registry().register(tool).map_err(|err| RuntimeError::Tools(err.to_string()))?;
+            }
+            if let Some(editor) = &editor {
+                tools.registry().attach_editor(Arc::clone(editor));
             }
             for warning in warnings {
                 tracing::warn!("{warning}");

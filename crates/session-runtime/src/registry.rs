@@ -177,6 +177,7 @@ impl ToolHost for RegistryTools {
                 permissions: Arc::clone(&self.permissions),
                 progress: Arc::clone(&ctx.progress),
                 output: self.registry.output().clone(),
+                editor: self.registry.editor(),
             };
             let call = ToolCall { call_id: call.call_id.clone(), name: call.name.clone(), input: call.input.clone() };
             match self.registry.execute(&call, &context).await {

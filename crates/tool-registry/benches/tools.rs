@@ -73,6 +73,7 @@ fn glob_benchmark() {
         permissions: std::sync::Arc::new(opencode_tool_registry::Permissions::in_memory()),
         progress: std::sync::Arc::new(opencode_tool_registry::NoProgress),
         output: registry.output().clone(),
+        editor: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     let call = opencode_tool_registry::ToolCall {

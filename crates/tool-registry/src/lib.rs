@@ -17,6 +17,7 @@
 
 mod agent;
 mod diff;
+mod editor;
 mod error;
 mod id;
 mod location;
@@ -34,6 +35,7 @@ pub use agent::AgentDirs;
 pub use agent::Agents;
 pub use agent::DEFAULT_AGENT;
 pub use diff::FileDiff;
+pub use editor::EditorFiles;
 pub use error::PermissionFailure;
 pub use error::RegistryError;
 pub use error::ToolError;

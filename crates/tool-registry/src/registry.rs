@@ -18,6 +18,7 @@ use serde_json::Map;
 use serde_json::Value;
 
 use crate::agent::Agent;
+use crate::editor::EditorFiles;
 use crate::error::RegistryError;
 use crate::error::ToolError;
 use crate::location::Location;
@@ -84,6 +85,8 @@ pub struct ToolRegistry {
     recent: Mutex<HashMap<String, VecDeque<(String, String)>>>,
     /// Why a known tool is not offered (e.g. `websearch` without a backend).
     unavailable: RwLock<HashMap<String, String>>,
+    /// The front end's open files, when it keeps them (see [`EditorFiles`]).
+    editor: std::sync::OnceLock<Arc<dyn EditorFiles>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -107,7 +110,18 @@ impl ToolRegistry {
             next_id: AtomicU64::new(1),
             recent: Mutex::new(HashMap::new()),
             unavailable: RwLock::new(HashMap::new()),
+            editor: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Reads and writes text files through `editor` from now on (the first one attached stays).
+    pub fn attach_editor(&self, editor: Arc<dyn EditorFiles>) {
+        let _already = self.editor.set(editor);
+    }
+
+    /// The attached editor, for the [`ToolContext`](crate::ToolContext) of a call.
+    pub fn editor(&self) -> Option<Arc<dyn EditorFiles>> {
+        self.editor.get().cloned()
     }
 
     pub fn location(&self) -> &Arc<Location> {

@@ -164,6 +164,8 @@ pub struct ToolContext {
     pub permissions: Arc<Permissions>,
     pub progress: Arc<dyn ProgressSink>,
     pub output: OutputStore,
+    /// The front end's open files, when it keeps them: text is read from and written to it.
+    pub editor: Option<Arc<dyn crate::EditorFiles>>,
 }
 
 impl std::fmt::Debug for ToolContext {

@@ -14,11 +14,19 @@ const [binary, cwd] = process.argv.slice(2);
 function start() {
   const child = spawn(binary, ["acp", "--cwd", cwd], { stdio: ["pipe", "pipe", "inherit"] });
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
-  const seen = { updates: [], permissions: [] };
+  const seen = { updates: [], permissions: [], writes: [] };
+  // The editor's open buffers: a.txt has unsaved changes the disk does not.
+  const buffers = new Map([[`${cwd}/a.txt`, "unsaved one\n"]]);
   const app = acp
     .client({ name: "opencode-e2e" })
     .onNotification(acp.methods.client.session.update, (ctx) => {
       seen.updates.push(ctx.params);
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, (ctx) => ({ content: buffers.get(ctx.params.path) ?? "" }))
+    .onRequest(acp.methods.client.fs.writeTextFile, (ctx) => {
+      seen.writes.push(ctx.params);
+      buffers.set(ctx.params.path, ctx.params.content);
+      return {};
     })
     .onRequest(acp.methods.client.session.requestPermission, (ctx) => {
       seen.permissions.push(ctx.params);
@@ -39,7 +47,7 @@ function start() {
 const initialize = (agent) =>
   agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: {},
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
     clientInfo: { name: "opencode-e2e", version: "1.0.0" },
   });
 
@@ -59,6 +67,7 @@ const work = await first.app.connectWith(first.stream, async (agent) => {
   const prompt = (text) =>
     agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
   const ran = await prompt("run the command");
+  const edited = await prompt("fix the file");
   const running = prompt("take your time");
   await waitFor(() =>
     first.seen.updates.some(
@@ -73,7 +82,7 @@ const work = await first.app.connectWith(first.stream, async (agent) => {
     configId: "model",
     value: "mock/r",
   });
-  return { init, created, ran, cancelled, mode, model, sessionId };
+  return { init, created, ran, edited, cancelled, mode, model, sessionId };
 });
 const firstExit = await first.close();
 
@@ -89,6 +98,7 @@ console.log(
     ...work,
     updates: first.seen.updates,
     permissions: first.seen.permissions,
+    writes: first.seen.writes,
     loaded,
     replayed: second.seen.updates,
     exits: [firstExit, secondExit],

@@ -55,9 +55,15 @@ fn the_official_typescript_client_drives_opencode_acp() {
     mock.push_all([
         MockResponse::chat_tool_calls(&[("call_1", "bash", call)], Some((50, 5))),
         MockResponse::chat_text("Done."),
+        MockResponse::chat_tool_calls(
+            &[("call_2", "edit", json!({"filePath": "a.txt", "oldString": "one", "newString": "two"}))],
+            Some((50, 5)),
+        ),
+        MockResponse::chat_text("Fixed."),
         MockResponse::sse([stalled.to_string()]).then_stall(),
     ]);
     let home = Home::new();
+    std::fs::write(home.work().join("a.txt"), "saved one\n").unwrap();
     // The script sits beside the installed SDK, so that Node resolves the package from there.
     let script = prefix.join("acp-client.mjs");
     std::fs::write(&script, include_str!("../acp/client.mjs")).unwrap();
@@ -86,7 +92,11 @@ fn the_official_typescript_client_drives_opencode_acp() {
         .filter_map(|u| u["title"].as_str())
         .collect();
     assert!(titles.contains(&"echo e2e-ok"), "{titles:?}");
-    assert!(of_kind(updates, "tool_call").iter().all(|u| u["kind"] == "execute"));
+    let kinds: Vec<(&str, &str)> = of_kind(updates, "tool_call")
+        .iter()
+        .map(|u| (u["toolCallId"].as_str().unwrap(), u["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kinds, [("call_1", "execute"), ("call_2", "edit")]);
     let completed = of_kind(updates, "tool_call_update").into_iter().find(|u| u["status"] == "completed").unwrap();
     assert!(completed["rawOutput"]["output"].as_str().unwrap().contains("e2e-ok"), "{completed}");
     let permission = &seen["permissions"][0];
@@ -95,6 +105,11 @@ fn the_official_typescript_client_drives_opencode_acp() {
         permission["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
     assert!(text_of(updates, "agent_message_chunk").contains("Done."));
+    // The editor advertised its file system: the edit read its unsaved buffer and wrote through it.
+    assert_eq!(seen["edited"]["stopReason"], "end_turn");
+    let path = home.work().join("a.txt");
+    assert_eq!(seen["writes"], json!([{"sessionId": seen["sessionId"], "path": path, "content": "unsaved two\n"}]));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "saved one\n", "the disk is the editor's business");
     assert_eq!(seen["cancelled"]["stopReason"], "cancelled");
     let options = seen["model"]["configOptions"].as_array().unwrap();
     let current = |id: &str| options.iter().find(|o| o["id"] == id).unwrap()["currentValue"].clone();

@@ -111,8 +111,29 @@ async fn allow_always_approves_the_pattern_and_an_approved_edit_reaches_the_edit
         })
         .await;
     assert_eq!(asked, 1);
-    assert_eq!(std::fs::read_to_string(fixture.work.join("a.txt")).unwrap(), "three\n");
-    // The client advertised fs/write_text_file: the edited file is pushed to its buffer.
-    let write = writes.last().expect("the edit was pushed");
-    assert_eq!((write.path.clone(), write.content.as_str()), (fixture.work.join("a.txt"), "three\n"));
+    // The client advertised its file system: both edits went to its buffer (the second read the
+    // first's result from it), and the disk is left to the editor.
+    let contents: Vec<&str> = writes.iter().map(|write| write.content.as_str()).collect();
+    assert_eq!(contents, ["two\n", "three\n"]);
+    assert!(writes.iter().all(|write| write.path == fixture.work.join("a.txt")));
+    assert_eq!(std::fs::read_to_string(fixture.work.join("a.txt")).unwrap(), "one\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_read_from_the_editors_unsaved_buffer() {
+    let fixture = Fixture::new(json!({})).await;
+    std::fs::write(fixture.work.join("a.txt"), "saved\n").unwrap();
+    fixture.push([tool_call("call_1", "read", json!({"filePath": "a.txt"})), text("Read.")]);
+    let work = fixture.work.clone();
+    fixture
+        .client(choose(PermissionOptionKind::AllowOnce), async move |conn: Conn| {
+            conn.log.buffers.lock().unwrap().insert(work.join("a.txt"), "unsaved\n".to_owned());
+            let session = conn.start(&work).await;
+            conn.prompt(&session, "read a.txt").await.unwrap();
+        })
+        .await;
+    let requests = fixture.mock.requests();
+    let second = requests[1].body_json().unwrap().to_string();
+    assert!(second.contains("1: unsaved"), "the model saw the buffer: {second}");
+    assert!(!second.contains("1: saved"), "{second}");
 }

@@ -1,6 +1,7 @@
 //! An agent over an in-process pipe, on a temporary home with the mock provider configured, and a
 //! client (the protocol crate's own client side) that records what the agent sends it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -9,9 +10,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest, InitializeResponse, NewSessionRequest,
-    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
-    TextContent, WriteTextFileRequest, WriteTextFileResponse,
+    NewSessionResponse, PermissionOptionKind, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, TextContent, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use opencode_config::Env;
@@ -125,6 +126,9 @@ pub struct Log {
     pub updates: Arc<Mutex<Vec<SessionNotification>>>,
     pub permissions: Arc<Mutex<Vec<RequestPermissionRequest>>>,
     pub writes: Arc<Mutex<Vec<WriteTextFileRequest>>>,
+    /// The editor's open buffers (written by `fs/write_text_file`, read by `fs/read_text_file`;
+    /// a file without one is read from the disk, as an editor does).
+    pub buffers: Arc<Mutex<HashMap<PathBuf, String>>>,
 }
 
 /// A connected client.
@@ -141,6 +145,7 @@ pub async fn connect<T: Send + 'static>(
 ) -> T {
     let log = Log::default();
     let (updates, permissions, writes) = (log.updates.clone(), log.permissions.clone(), log.writes.clone());
+    let (read_buffers, write_buffers) = (log.buffers.clone(), log.buffers.clone());
     let out = Arc::new(Mutex::new(None));
     let result = Arc::clone(&out);
     Client
@@ -162,8 +167,17 @@ pub async fn connect<T: Send + 'static>(
         )
         .on_receive_request(
             async move |request: WriteTextFileRequest, responder, _cx| {
+                write_buffers.lock().unwrap().insert(request.path.clone(), request.content.clone());
                 writes.lock().unwrap().push(request);
                 responder.respond(WriteTextFileResponse::new())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ReadTextFileRequest, responder, _cx| {
+                let open = read_buffers.lock().unwrap().get(&request.path).cloned();
+                let content = open.unwrap_or_else(|| std::fs::read_to_string(&request.path).unwrap_or_default());
+                responder.respond(ReadTextFileResponse::new(content))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -177,9 +191,9 @@ pub async fn connect<T: Send + 'static>(
 }
 
 impl Conn {
-    /// `initialize`, advertising file writes.
+    /// `initialize`, advertising file reads and writes.
     pub async fn init(&self) -> InitializeResponse {
-        let fs = FileSystemCapabilities::new().write_text_file(true);
+        let fs = FileSystemCapabilities::new().read_text_file(true).write_text_file(true);
         let request = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(ClientCapabilities::new().fs(fs));
         self.cx.send_request(request).block_task().await.unwrap()
     }

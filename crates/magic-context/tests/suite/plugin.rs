@@ -126,6 +126,7 @@ fn tool_context(registry: &Arc<ToolRegistry>, root: &std::path::Path) -> ToolCon
         permissions: Arc::new(Permissions::in_memory()),
         progress: Arc::new(NoProgress),
         output: registry.output().clone(),
+        editor: None,
     }
 }
 

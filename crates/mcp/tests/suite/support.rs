@@ -123,6 +123,7 @@ impl Env {
             permissions: Arc::clone(&self.permissions),
             progress: Arc::new(NoProgress),
             output: self.registry.output().clone(),
+            editor: None,
         }
     }
 

@@ -120,6 +120,7 @@ impl Project {
             permissions: Arc::new(Permissions::in_memory()),
             progress: Arc::new(NoProgress),
             output: self.registry.output().clone(),
+            editor: self.registry.editor(),
         }
     }
 }

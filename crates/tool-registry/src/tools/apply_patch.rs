@@ -270,7 +270,7 @@ impl TypedTool for ApplyPatch {
                         if !resolved.path.is_file() {
                             return Err(ToolError::model(format!("Cannot update {path}: file not found")));
                         }
-                        let content = super::read_text(ctx, &resolved)?;
+                        let content = super::read_text(ctx, &resolved).await?;
                         let updated = apply_chunks(path, &content, chunks)?;
                         let target = match move_to {
                             Some(target) => Some(ctx.location.authorize(ctx, target, false).await?),
@@ -296,13 +296,13 @@ impl TypedTool for ApplyPatch {
                         summary.push(format!("D {shown}"));
                     }
                     (_, Some(contents), Some(target)) => {
-                        ctx.location.write_atomic(&target, contents.as_bytes())?;
+                        super::write_text(ctx, &target, &contents).await?;
                         std::fs::remove_file(&resolved.path)
                             .map_err(|err| crate::error::io_model_error("delete", &resolved.path, &err))?;
                         summary.push(format!("M {}", ctx.location.display(&target.path)));
                     }
                     (kind, Some(contents), None) => {
-                        ctx.location.write_atomic(&resolved, contents.as_bytes())?;
+                        super::write_text(ctx, &resolved, &contents).await?;
                         summary.push(format!("{kind} {shown}"));
                     }
                     _ => {}

@@ -54,13 +54,14 @@ impl TypedTool for Edit {
                 return Err(ToolError::model(format!("{shown} is a directory, not a file")));
             }
             let (before, after) = if input.old_string.is_empty() {
-                let before = if resolved.path.exists() { super::read_text(ctx, &resolved)? } else { String::new() };
+                let before =
+                    if resolved.path.exists() { super::read_text(ctx, &resolved).await? } else { String::new() };
                 (before, input.new_string.clone())
             } else {
                 if !resolved.path.exists() {
                     return Err(ToolError::model(format!("File not found: {shown}")));
                 }
-                let content = super::read_text(ctx, &resolved)?;
+                let content = super::read_text(ctx, &resolved).await?;
                 let updated = replace_keeping_line_endings(
                     &content,
                     &input.old_string,
@@ -72,7 +73,7 @@ impl TypedTool for Edit {
             let filediff = FileDiff::new(&shown, &before, &after);
             let diff = filediff.unified();
             super::ask_edit(ctx, std::slice::from_ref(&shown), Some(diff.clone())).await?;
-            ctx.location.write_atomic(&resolved, after.as_bytes())?;
+            super::write_text(ctx, &resolved, &after).await?;
             Ok(ToolOutput::text("Edit applied successfully.")
                 .with_title(shown)
                 .with_metadata("diff", diff)

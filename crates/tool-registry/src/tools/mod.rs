@@ -63,18 +63,58 @@ pub fn register_web(
     Ok(())
 }
 
-/// Reads an authorized file as UTF-8 text (model-correctable failures).
-pub(crate) fn read_text(
+/// Reads an authorized file as UTF-8 text (model-correctable failures): the editor's buffer when
+/// the front end keeps the file open, else the disk.
+pub(crate) async fn read_text(
     ctx: &crate::tool::ToolContext,
     resolved: &crate::location::ResolvedPath,
 ) -> Result<String, crate::error::ToolError> {
     use std::io::Read as _;
+    if let Some(text) = editor_text(ctx, resolved).await? {
+        return Ok(text);
+    }
     let mut file = ctx.location.open_read(resolved)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).map_err(|err| crate::error::io_model_error("read", &resolved.path, &err))?;
     String::from_utf8(bytes).map_err(|_| {
         crate::error::ToolError::model(format!("{} is not UTF-8 text", ctx.location.display(&resolved.path)))
     })
+}
+
+/// The editor's text of an authorized file, when the front end keeps it; `None`: use the disk.
+pub(crate) async fn editor_text(
+    ctx: &crate::tool::ToolContext,
+    resolved: &crate::location::ResolvedPath,
+) -> Result<Option<String>, crate::error::ToolError> {
+    let Some(editor) = &ctx.editor else { return Ok(None) };
+    match editor.read(&ctx.session_id, &resolved.path).await {
+        None => Ok(None),
+        Some(Ok(text)) => Ok(Some(text)),
+        Some(Err(err)) => Err(crate::error::ToolError::model(format!(
+            "Cannot read {} from the editor: {err}",
+            ctx.location.display(&resolved.path)
+        ))),
+    }
+}
+
+/// Writes an approved change to an authorized file: through the editor when the front end keeps
+/// it (its buffer shows the change, the disk is left to it), else atomically to the disk.
+pub(crate) async fn write_text(
+    ctx: &crate::tool::ToolContext,
+    resolved: &crate::location::ResolvedPath,
+    content: &str,
+) -> Result<(), crate::error::ToolError> {
+    if let Some(editor) = &ctx.editor
+        && let Some(written) = editor.write(&ctx.session_id, &resolved.path, content).await
+    {
+        return written.map_err(|err| {
+            crate::error::ToolError::model(format!(
+                "Cannot write {} through the editor: {err}",
+                ctx.location.display(&resolved.path)
+            ))
+        });
+    }
+    ctx.location.write_atomic(resolved, content.as_bytes())
 }
 
 /// Asks `edit` permission for paths (shown relative to the Location).

@@ -83,13 +83,17 @@ impl TypedTool for Read {
                 output.media.push(Media { media_type: media_type.into(), data, filename: Some(shown) });
                 return Ok(output);
             }
-            let file = ctx.location.open_read(&resolved)?;
-            read_lines(file, &shown, input.offset.unwrap_or(1), input.limit.unwrap_or(DEFAULT_READ_LIMIT))
+            let (offset, limit) = (input.offset.unwrap_or(1), input.limit.unwrap_or(DEFAULT_READ_LIMIT));
+            // An editor's buffer, unsaved changes included, when the front end keeps the file open.
+            if let Some(text) = super::editor_text(ctx, &resolved).await? {
+                return read_lines(std::io::Cursor::new(text.into_bytes()), &shown, offset, limit);
+            }
+            read_lines(ctx.location.open_read(&resolved)?, &shown, offset, limit)
         })
     }
 }
 
-fn read_lines(file: std::fs::File, shown: &str, offset: usize, limit: usize) -> Result<ToolOutput, ToolError> {
+fn read_lines(file: impl std::io::Read, shown: &str, offset: usize, limit: usize) -> Result<ToolOutput, ToolError> {
     let offset = offset.max(1);
     let mut reader = BufReader::new(file);
     let head = reader.fill_buf().map_err(|err| ToolError::model(format!("Cannot read {shown}: {err}")))?;

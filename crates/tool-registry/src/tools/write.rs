@@ -40,10 +40,11 @@ impl TypedTool for Write {
             }
             let existed = resolved.path.exists();
             let shown = ctx.location.display(&resolved.path);
-            let before = if existed { super::read_text(ctx, &resolved).unwrap_or_default() } else { String::new() };
+            let before =
+                if existed { super::read_text(ctx, &resolved).await.unwrap_or_default() } else { String::new() };
             let diff = crate::diff::FileDiff::new(&shown, &before, &input.content).unified();
             super::ask_edit(ctx, std::slice::from_ref(&shown), Some(diff)).await?;
-            ctx.location.write_atomic(&resolved, input.content.as_bytes())?;
+            super::write_text(ctx, &resolved, &input.content).await?;
             Ok(ToolOutput::text("Wrote file successfully.")
                 .with_title(shown.clone())
                 .with_metadata("filepath", resolved.path.display().to_string())

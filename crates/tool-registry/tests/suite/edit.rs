@@ -85,3 +85,65 @@ async fn an_empty_old_string_creates_the_file_with_a_diff() {
     assert_eq!(read(&env, "new/file.txt"), "hello\n");
     assert_eq!(done.metadata["filediff"]["additions"], 1);
 }
+
+/// An editor holding buffers: what it was asked, and what it was given.
+#[derive(Default)]
+struct Buffers {
+    texts: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>,
+    asked: std::sync::Mutex<Vec<std::path::PathBuf>>,
+}
+
+impl opencode_tool_registry::EditorFiles for Buffers {
+    fn read<'a>(
+        &'a self,
+        _session: &'a str,
+        path: &'a std::path::Path,
+    ) -> futures_util::future::BoxFuture<'a, Option<Result<String, String>>> {
+        self.asked.lock().unwrap().push(path.to_owned());
+        Box::pin(async move { self.texts.lock().unwrap().get(path).cloned().map(Ok) })
+    }
+
+    fn write<'a>(
+        &'a self,
+        _session: &'a str,
+        path: &'a std::path::Path,
+        content: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Option<Result<(), String>>> {
+        self.texts.lock().unwrap().insert(path.to_owned(), content.to_owned());
+        Box::pin(async { Some(Ok(())) })
+    }
+}
+
+#[tokio::test]
+async fn with_an_editor_attached_files_are_read_from_its_buffers_and_edits_go_to_it_not_the_disk() {
+    let env = env();
+    env.write("a.txt", "saved\n");
+    let buffers = Arc::new(Buffers::default());
+    buffers.texts.lock().unwrap().insert(env.project.join("a.txt"), "unsaved\n".into());
+    env.registry.attach_editor(Arc::clone(&buffers) as _);
+    let ctx = env.ctx("build");
+    let call = |name: &str, input| ToolCall { call_id: ctx.call_id.clone(), name: name.into(), input };
+
+    let shown = env.registry.execute(&call("read", json!({"filePath": "a.txt"})), &ctx).await.unwrap();
+    assert!(shown.text.contains("1: unsaved"), "{}", shown.text);
+    let done = edit(&env, json!({"filePath": "a.txt", "oldString": "unsaved", "newString": "edited"})).await;
+    assert_eq!(done.status, SettlementStatus::Completed, "{}", done.text);
+    assert_eq!(buffers.texts.lock().unwrap()[&env.project.join("a.txt")], "edited\n");
+    assert_eq!(read(&env, "a.txt"), "saved\n", "the disk is the editor's business");
+
+    // A path outside the Location is refused before the editor is asked.
+    let mut agent = (*env.agent("build")).clone();
+    agent.permission.push(opencode_tool_registry::Rule::new(
+        "external_directory",
+        "*",
+        opencode_config::PermissionAction::Deny,
+    ));
+    let outside = env.outside.join("secret");
+    std::fs::write(&outside, "secret").unwrap();
+    let ctx = env.ctx_with(Arc::new(agent));
+    let input = json!({"filePath": outside.display().to_string()});
+    let refused =
+        env.registry.execute(&ToolCall { call_id: ctx.call_id.clone(), name: "read".into(), input }, &ctx).await;
+    assert!(refused.map_or(true, |settled| settled.status != SettlementStatus::Completed));
+    assert!(!buffers.asked.lock().unwrap().contains(&outside));
+}

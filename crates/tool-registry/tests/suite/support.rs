@@ -68,6 +68,7 @@ impl Env {
             permissions: Arc::clone(&self.permissions),
             progress: Arc::new(NoProgress),
             output: self.registry.output().clone(),
+            editor: self.registry.editor(),
         }
     }
 
