@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod context;
 mod error;
+mod logging;
 
 use std::process::ExitCode;
 

@@ -11,8 +11,8 @@ use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodTerminal, AuthenticateRequest,
     AuthenticateResponse, CancelNotification, ClientCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, LoadSessionRequest, McpCapabilities, NewSessionRequest,
-    PromptCapabilities, PromptRequest, SessionCapabilities, SessionListCapabilities, SetSessionConfigOptionRequest,
-    SetSessionModeRequest,
+    PromptCapabilities, PromptRequest, ResumeSessionRequest, SessionCapabilities, SessionListCapabilities,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, JsonRpcResponse};
@@ -99,7 +99,11 @@ impl Shared {
             .load_session(true)
             .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
             .mcp_capabilities(McpCapabilities::new().http(true))
-            .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()))
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new()),
+            )
             .auth(AgentAuthCapabilities::new());
         let login = AuthMethodTerminal::new(LOGIN_METHOD, "Sign in to a provider")
             .description("Runs `opencode auth login` to store a provider's API key or sign-in".to_owned())
@@ -179,7 +183,8 @@ async fn connection(
     shared: Arc<Shared>,
     transport: impl ConnectTo<Agent> + 'static,
 ) -> Result<(), agent_client_protocol::Error> {
-    let (s1, s2, s3, s4, s5, s6, s7, s8, s9, s10) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11) = (
+        Arc::clone(&shared),
         Arc::clone(&shared),
         Arc::clone(&shared),
         Arc::clone(&shared),
@@ -219,6 +224,18 @@ async fn connection(
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
                 let result = s4.load_session(request, &cx).await;
+                let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
+                answer(responder, result.map(|(response, _)| response))?;
+                if let Some(commands) = ready {
+                    commands.send(&cx);
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ResumeSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let result = s11.resume_session(request).await;
                 let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
                 answer(responder, result.map(|(response, _)| response))?;
                 if let Some(commands) = ready {

@@ -10,9 +10,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate, CurrentModeUpdate,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, SessionConfigOptionValue, SessionInfo, SessionNotification, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
-    UnstructuredCommandInput,
+    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionConfigOptionValue, SessionInfo,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, UnstructuredCommandInput,
 };
 use opencode_config::McpConfig;
 use opencode_session_runtime::{ModelChoice, SessionRuntime};
@@ -95,24 +95,52 @@ impl Shared {
         request: LoadSessionRequest,
         cx: &ConnectionTo<Client>,
     ) -> Result<(LoadSessionResponse, Commands), AgentError> {
-        self.ready()?;
-        let runtime = self.engine.runtime.clone();
-        let session = runtime.session(&request.session_id.0).await?;
-        let (updates, view, commands) = blocking(move || {
-            // The session's own directory is where it runs, whatever the client's cwd.
-            let directory = PathBuf::from(&session.directory);
-            let servers = request.mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
-            connect_servers(&runtime, &directory, servers)?;
-            let history = runtime.store().read(|r| r.full_history(&session.id))?;
-            let todos = runtime.store().read(|r| r.todos(&session.id))?;
-            let updates = crate::replay::updates(&history, &todos, &directory);
-            Ok((updates, options::view(&runtime, &session)?, commands(&runtime, &session)?))
-        })
-        .await?;
-        for update in updates {
+        let (attached, commands) = self.attach(&request.session_id.0, &request.mcp_servers, true).await?;
+        for update in attached.updates {
             notify(cx, &commands.session, update);
         }
+        let view = attached.view;
         Ok((LoadSessionResponse::new().modes(view.modes).config_options(view.options), commands))
+    }
+
+    /// `session/resume`: the session continues on this connection without its history being
+    /// replayed (the client shows what it kept).
+    pub(crate) async fn resume_session(
+        &self,
+        request: ResumeSessionRequest,
+    ) -> Result<(ResumeSessionResponse, Commands), AgentError> {
+        let (attached, commands) = self.attach(&request.session_id.0, &request.mcp_servers, false).await?;
+        let view = attached.view;
+        Ok((ResumeSessionResponse::new().modes(view.modes).config_options(view.options), commands))
+    }
+
+    /// A stored session taken up on this connection: the client's MCP servers connected for its
+    /// directory, its modes and options, and (`replay`) its history as updates.
+    async fn attach(
+        &self,
+        session_id: &str,
+        mcp_servers: &[McpServer],
+        replay: bool,
+    ) -> Result<(Attached, Commands), AgentError> {
+        self.ready()?;
+        let runtime = self.engine.runtime.clone();
+        let session = runtime.session(session_id).await?;
+        let servers = mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
+        blocking(move || {
+            // The session's own directory is where it runs, whatever the client's cwd.
+            let directory = PathBuf::from(&session.directory);
+            connect_servers(&runtime, &directory, servers)?;
+            let updates = if replay {
+                let history = runtime.store().read(|r| r.full_history(&session.id))?;
+                let todos = runtime.store().read(|r| r.todos(&session.id))?;
+                crate::replay::updates(&history, &todos, &directory)
+            } else {
+                Vec::new()
+            };
+            let attached = Attached { updates, view: options::view(&runtime, &session)? };
+            Ok((attached, commands(&runtime, &session)?))
+        })
+        .await
     }
 
     pub(crate) async fn list_sessions(&self, request: ListSessionsRequest) -> Result<ListSessionsResponse, AgentError> {
@@ -302,4 +330,10 @@ fn commands(runtime: &SessionRuntime, session: &Session) -> Result<Commands, Age
         commands.push(AvailableCommand::new(command.name.as_str(), description).input(input));
     }
     Ok(Commands { session: session.id.clone(), commands })
+}
+
+/// What taking up a stored session produces.
+struct Attached {
+    updates: Vec<SessionUpdate>,
+    view: options::SessionView,
 }

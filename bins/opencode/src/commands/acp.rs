@@ -1,5 +1,6 @@
 //! `opencode acp [--cwd DIR]`: the Agent Client Protocol agent over stdio. Standard output carries
-//! protocol frames only; warnings go to standard error, which editors keep in their agent log.
+//! protocol frames only; diagnostics go to a log file (`<data>/log/acp-<time>.log`), and warnings
+//! also to standard error, which editors keep in their agent log.
 
 use std::path::PathBuf;
 
@@ -10,6 +11,8 @@ use crate::error::CliError;
 
 pub fn run(context: &Context, args: AcpArgs) -> Result<(), CliError> {
     let cwd = directory(context, args.cwd)?;
+    let log = crate::logging::to_file(&context.paths, &context.env, "acp");
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), cwd = %cwd.display(), log = ?log, "acp agent started");
     let runtime = tokio_runtime()?;
     let env = context.env.clone();
     let result = runtime.block_on(async move {
@@ -19,15 +22,22 @@ pub fn run(context: &Context, args: AcpArgs) -> Result<(), CliError> {
             .map_err(|err| CliError::Io(format!("set-up stopped: {err}")))?
             .map_err(|err| CliError::Failed { message: err.to_string(), hint: err.hint().to_owned() })?;
         for warning in &engine.warnings {
+            tracing::warn!("{warning}");
             eprintln!("warning: {warning}");
         }
         engine.start_plugins();
         match opencode_acp::serve(engine, cwd, opencode_acp::Stdio::new()).await {
-            Err(err) if !client_left(&err) => Err(CliError::Failed {
-                message: format!("the ACP connection failed: {err}"),
-                hint: "check the editor's agent log; the session data is kept".to_owned(),
-            }),
-            _ => Ok(()),
+            Err(err) if !client_left(&err) => {
+                tracing::error!(%err, "the ACP connection failed");
+                Err(CliError::Failed {
+                    message: format!("the ACP connection failed: {err}"),
+                    hint: "check the editor's agent log and the log file; the session data is kept".to_owned(),
+                })
+            }
+            _ => {
+                tracing::info!("the client closed the connection");
+                Ok(())
+            }
         }
     });
     // Nothing is left to wait for once the client is gone.

@@ -9,7 +9,7 @@ use std::process::Command;
 use opencode_mock_provider::{MockProvider, MockResponse};
 use serde_json::{Value, json};
 
-use super::support::{Home, stdout};
+use super::support::{Home, stderr, stdout};
 
 /// The SDK release the test is written against.
 const SDK: &str = "@agentclientprotocol/sdk@2.4.0";
@@ -128,4 +128,35 @@ fn the_official_typescript_client_drives_opencode_acp() {
     // The editor's session is the project's: `opencode session list` shows it.
     let listed = home.opencode(&["session", "list", "--format", "json"]).output().unwrap();
     assert!(stdout(&listed).contains(seen["sessionId"].as_str().unwrap()), "{}", stdout(&listed));
+}
+
+#[test]
+fn the_agent_keeps_stdout_for_protocol_frames_and_writes_its_diagnostics_to_a_log_file() {
+    use std::io::Write as _;
+    let home = Home::new();
+    let mut agent = Command::new(env!("CARGO_BIN_EXE_opencode"))
+        .args(["acp", "--cwd", &home.work().display().to_string()])
+        .env_clear()
+        .env("HOME", home.path().join("home"))
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
+    let mut stdin = agent.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}").unwrap();
+    drop(stdin);
+    let output = agent.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let frames: Vec<Value> = stdout(&output).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert!(!frames.is_empty() && frames.iter().all(|frame| frame["jsonrpc"] == "2.0"), "{frames:?}");
+    assert_eq!(frames[0]["result"]["agentInfo"]["name"], "opencode");
+    let logs = home.path().join("home/.local/share/opencode/log");
+    let log: Vec<_> = std::fs::read_dir(&logs).unwrap().map(|entry| entry.unwrap().path()).collect();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(log[0].file_name().unwrap().to_string_lossy().starts_with("acp-"));
+    let text = std::fs::read_to_string(&log[0]).unwrap();
+    assert!(text.contains("acp agent started") && text.contains("the client closed the connection"), "{text}");
 }

@@ -1,7 +1,7 @@
-//! Sessions: load (history replayed), list, modes and config options, and a client that vanishes.
+//! Sessions: load (history replayed), resume (not replayed), list, modes and config options, and a client that vanishes.
 
 use agent_client_protocol::v1::schema::{
-    ListSessionsRequest, LoadSessionRequest, SessionConfigKind, SessionConfigOptionValue, SessionConfigSelectOptions,
+    ListSessionsRequest, LoadSessionRequest, ResumeSessionRequest, SessionConfigKind, SessionConfigOptionValue, SessionConfigSelectOptions,
     SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, ToolCallStatus,
 };
 use opencode_session_store::{MessageInfo, PartKind};
@@ -51,6 +51,39 @@ async fn load_replays_the_whole_history() {
     });
     assert_eq!(agent, "Done.");
     assert_eq!(response.modes.unwrap().current_mode_id.0.as_ref(), "build");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_takes_up_a_session_without_replaying_it_and_the_next_turn_has_its_history() {
+    let fixture = Fixture::new(json!({})).await;
+    fixture.push([text("First answer."), text("Second answer.")]);
+    let work = fixture.work.clone();
+    let session = fixture
+        .client(choose_once(), async move |conn: Conn| {
+            let session = conn.start(&work).await;
+            conn.prompt(&session, "first question").await.unwrap();
+            session
+        })
+        .await;
+    let (work, id) = (fixture.work.clone(), session.clone());
+    let (init, response, updates) = fixture
+        .client(choose_once(), async move |conn: Conn| {
+            let init = conn.init().await;
+            let resume = ResumeSessionRequest::new(id.clone(), work);
+            let response = conn.cx.send_request(resume).block_task().await.unwrap();
+            let replayed = conn.updates(&id);
+            conn.prompt(&id, "second question").await.unwrap();
+            (init, response, replayed)
+        })
+        .await;
+    assert!(init.agent_capabilities.session_capabilities.resume.is_some());
+    assert_eq!(response.modes.unwrap().current_mode_id.0.as_ref(), "build");
+    assert!(
+        !updates.iter().any(|update| matches!(update, SessionUpdate::UserMessageChunk(_) | SessionUpdate::AgentMessageChunk(_))),
+        "nothing replayed: {updates:?}"
+    );
+    let second = fixture.mock.requests()[1].body_json().unwrap().to_string();
+    assert!(second.contains("first question") && second.contains("First answer."), "{second}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
