@@ -1,6 +1,7 @@
 //! An ACP prompt as the runtime's: text stays text, embedded resources (an editor's `@file`, with
 //! its unsaved contents) are inlined under their URI, resource links and images become file parts.
-//! A leading `/name` runs a command: `/compact`, or a configured command's template.
+//! A leading `/name` runs a command: `/compact`, a configured command's template, or a plugin's
+//! command.
 
 use std::path::Path;
 
@@ -18,6 +19,8 @@ pub(crate) enum Ask {
     Message { text: String, files: Vec<PromptFile>, agent: Option<String>, model: Option<ModelChoice> },
     /// `/compact`.
     Compact,
+    /// A plugin's command (`/ctx-status`), with what follows its name.
+    Plugin { name: String, arguments: String },
 }
 
 /// Converts the blocks; fails on content the agent did not advertise (audio).
@@ -82,12 +85,14 @@ fn file_name(uri: &str) -> String {
     uri.strip_prefix("file://").unwrap_or(uri).to_owned()
 }
 
-/// What the prompt asks for, with commands expanded in `directory` (the session's).
+/// What the prompt asks for, with commands expanded in `directory` (the session's); `plugin` names
+/// the plugins' commands (a configured command of the same name wins).
 pub(crate) fn ask(
     text: String,
     files: Vec<PromptFile>,
     config: &opencode_config::Config,
     directory: &Path,
+    plugin: &[String],
 ) -> Result<Ask, AgentError> {
     let Some(rest) = text.strip_prefix('/') else { return Ok(Ask::Message { text, files, agent: None, model: None }) };
     let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
@@ -95,6 +100,9 @@ pub(crate) fn ask(
         return Ok(Ask::Compact);
     }
     let Some(command) = commands::commands(config).shift_remove(name) else {
+        if plugin.iter().any(|command| command == name) {
+            return Ok(Ask::Plugin { name: name.to_owned(), arguments: arguments.trim().to_owned() });
+        }
         // Not a command: a message that happens to start with a slash (a path, say).
         return Ok(Ask::Message { text, files, agent: None, model: None });
     };

@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SetSessionModeRequest, SetSessionModeResponse, UnstructuredCommandInput,
 };
 use opencode_config::McpConfig;
-use opencode_session_runtime::{ModelChoice, SessionRuntime};
+use opencode_session_runtime::{ModelChoice, Plugins, SessionRuntime};
 use opencode_session_store::{NewSession, Session, SessionQuery};
 use serde_json::json;
 
@@ -77,12 +77,15 @@ impl Shared {
         let directory = directory(&request.cwd)?;
         // Checked before anything is created: a refused request leaves no session behind.
         let servers = request.mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
-        let runtime = self.engine.runtime.clone();
+        // The plugins' commands are listed once they have started (built-in ones start at once; a
+        // failed one is left out).
+        let _started = self.engine.plugins.ready().await;
+        let (runtime, plugins) = (self.engine.runtime.clone(), self.engine.plugins.clone());
         let session = runtime.create_session(&directory, NewSession::default()).await?;
         tracing::info!(session.id = %session.id, directory = %directory.display(), "session created");
         let (view, commands) = blocking(move || {
             connect_servers(&runtime, &directory, servers)?;
-            Ok((options::view(&runtime, &session)?, commands(&runtime, &session)?))
+            Ok((options::view(&runtime, &session)?, commands(&runtime, &plugins, &session)?))
         })
         .await?;
         let response = NewSessionResponse::new(commands.session.clone()).modes(view.modes).config_options(view.options);
@@ -123,7 +126,10 @@ impl Shared {
         replay: bool,
     ) -> Result<(Attached, Commands), AgentError> {
         self.ready()?;
-        let runtime = self.engine.runtime.clone();
+        // The plugins' commands are listed once they have started (built-in ones start at once; a
+        // failed one is left out).
+        let _started = self.engine.plugins.ready().await;
+        let (runtime, plugins) = (self.engine.runtime.clone(), self.engine.plugins.clone());
         let session = runtime.session(session_id).await?;
         let servers = mcp_servers.iter().map(mcp_entry).collect::<Result<Vec<_>, _>>()?;
         blocking(move || {
@@ -138,7 +144,7 @@ impl Shared {
                 Vec::new()
             };
             let attached = Attached { updates, view: options::view(&runtime, &session)? };
-            Ok((attached, commands(&runtime, &session)?))
+            Ok((attached, commands(&runtime, &plugins, &session)?))
         })
         .await
     }
@@ -318,7 +324,7 @@ fn mcp_entry(server: &McpServer) -> Result<(String, McpConfig), AgentError> {
 }
 
 /// The commands the session offers: `/compact` and the configured commands (with `/init`).
-fn commands(runtime: &SessionRuntime, session: &Session) -> Result<Commands, AgentError> {
+fn commands(runtime: &SessionRuntime, plugins: &Plugins, session: &Session) -> Result<Commands, AgentError> {
     let config = runtime.config(Path::new(&session.directory))?;
     let mut commands =
         vec![AvailableCommand::new(COMPACT, "Summarise the conversation so far to free up the context window")];
@@ -328,6 +334,13 @@ fn commands(runtime: &SessionRuntime, session: &Session) -> Result<Commands, Age
         let input = (!hints.is_empty())
             .then(|| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hints.join(" "))));
         commands.push(AvailableCommand::new(command.name.as_str(), description).input(input));
+    }
+    for command in plugins.commands() {
+        if commands.iter().any(|listed| listed.name == command.name) {
+            continue;
+        }
+        let input = command.hint.map(|hint| AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint)));
+        commands.push(AvailableCommand::new(command.name, command.description).input(input));
     }
     Ok(Commands { session: session.id.clone(), commands })
 }

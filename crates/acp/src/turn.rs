@@ -14,6 +14,7 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
+use opencode_session_runtime::CommandOutcome;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_runtime::{DeltaKind, DrainOutcome, PromptRequest as RuntimePrompt, RuntimeEvent};
 use opencode_session_store::{MessageInfo, Part, PartKind, Session, Todo, ToolState};
@@ -60,6 +61,9 @@ async fn prepare(shared: &Shared, request: &PromptRequest) -> Result<Prepared, A
     let session = shared.engine.runtime.session(&request.session_id.0).await?;
     let (text, files) = crate::prompt::convert(&request.prompt)?;
     let runtime = shared.engine.runtime.clone();
+    // Prompts wait for the plugins' start (their commands are among what a prompt may run).
+    shared.engine.plugins.ready().await.map_err(|err| AgentError::Internal(format!("{err} ({})", err.hint())))?;
+    let plugin: Vec<String> = shared.engine.plugins.commands().into_iter().map(|command| command.name).collect();
     let directory = PathBuf::from(&session.directory);
     // One trip off the async threads: the Location (opened if needed, its MCP servers connecting)
     // and, for a command, the configuration that defines it.
@@ -67,7 +71,7 @@ async fn prepare(shared: &Shared, request: &PromptRequest) -> Result<Prepared, A
         let mcp = runtime.mcp(&directory)?;
         let ask = if text.starts_with('/') {
             let config = runtime.config(&directory)?;
-            crate::prompt::ask(text, files, &config, &directory)?
+            crate::prompt::ask(text, files, &config, &directory, &plugin)?
         } else {
             Ask::Message { text, files, agent: None, model: None }
         };
@@ -106,6 +110,10 @@ async fn run(
             let compact = runtime.compact(&session.id);
             follow(compact, &mut events, &mut stream).await
         }
+        Ask::Plugin { name, arguments } => {
+            let answered = plugin_command(shared, &session.id, name, arguments);
+            follow(answered, &mut events, &mut stream).await
+        }
         Ask::Message { text, files, agent, model } => {
             let prompt = RuntimePrompt { files, agent, model, ..RuntimePrompt::text(&session.id, text) };
             runtime.prompt(prompt).await?;
@@ -122,6 +130,30 @@ async fn run(
             Err(AgentError::Internal(format!("the turn failed: {message} ({hint})")))
         }
         DrainOutcome::Completed | DrainOutcome::Idle => Ok(PromptResponse::new(stream.stop_reason())),
+    }
+}
+
+/// Runs a plugin's command: its answer is recorded in the session (and so streamed as the agent's
+/// message), its prompt sent to the model; a failure is the turn's.
+async fn plugin_command(shared: &Shared, session: &str, name: String, arguments: String) -> Option<DrainOutcome> {
+    let runtime = &shared.engine.runtime;
+    let failed = |message: String| DrainOutcome::Failed { message, hint: "check the plugin's log".to_owned() };
+    match shared.engine.plugins.run_command(&name, session, &arguments).await {
+        None => Some(failed(format!("the command /{name} is no longer offered"))),
+        Some(Err(err)) => Some(failed(format!("/{name} failed: {err}"))),
+        Some(Ok(CommandOutcome::Reply(answer))) => {
+            let asked = format!("/{name} {arguments}").trim_end().to_owned();
+            Some(runtime.reply(session, asked, answer).await.map_or_else(
+                |err| DrainOutcome::Failed { message: err.to_string(), hint: err.hint().to_owned() },
+                |_| DrainOutcome::Completed,
+            ))
+        }
+        Some(Ok(CommandOutcome::Prompt(text))) => {
+            if let Err(err) = runtime.prompt(RuntimePrompt::text(session, text)).await {
+                return Some(DrainOutcome::Failed { message: err.to_string(), hint: err.hint().to_owned() });
+            }
+            runtime.wait_idle(session).await
+        }
     }
 }
 

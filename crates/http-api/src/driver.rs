@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use opencode_session_runtime::LocationTools;
+use opencode_session_runtime::PluginCommand;
 use opencode_session_runtime::mcp::McpEvent;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_store::Delivery;
@@ -78,6 +79,23 @@ pub trait SessionDriver: Send + Sync + 'static {
     /// Undoes a staged revert, restoring the files an undo put back; `None` when the driver keeps no
     /// work-tree snapshots.
     fn unrevert(&self, _session_id: String) -> Option<BoxFuture<'_, Result<Session, DriverError>>> {
+        None
+    }
+
+    /// The slash commands the driver's plugins contribute (listed beside the configured ones).
+    fn plugin_commands(&self) -> Vec<PluginCommand> {
+        Vec::new()
+    }
+
+    /// Runs the plugin command `name` in the session; `None` when no plugin offers it. An answer
+    /// given without a model call is recorded in the session and returned; a prompt is for the
+    /// caller to send.
+    fn run_plugin_command(
+        &self,
+        _session_id: String,
+        _name: String,
+        _arguments: String,
+    ) -> Option<BoxFuture<'_, Result<PluginAnswer, DriverError>>> {
         None
     }
 
@@ -273,6 +291,15 @@ pub enum DriverError {
     Unavailable(String),
     #[error("{0}")]
     Failed(String),
+}
+
+/// What a plugin command gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginAnswer {
+    /// Answered without a model call: the answer's message, already in the session.
+    Answered(Box<MessageWithParts>),
+    /// A prompt for the model, sent as a command template's expansion is.
+    Prompt(String),
 }
 
 /// The body of `POST /session/{id}/message` and `prompt_async` (OpenCode 1.x field names).

@@ -14,10 +14,12 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::time::Duration;
 
+use opencode_session_runtime::CommandOutcome;
 use opencode_session_runtime::DeltaKind;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::LocationTools;
 use opencode_session_runtime::ModelChoice;
+use opencode_session_runtime::PluginCommand;
 use opencode_session_runtime::Plugins;
 use opencode_session_runtime::PromptFile;
 use opencode_session_runtime::RuntimeError;
@@ -49,6 +51,7 @@ use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
 use crate::driver::PermissionRequest;
+use crate::driver::PluginAnswer;
 use crate::driver::PromptBody;
 use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
@@ -158,6 +161,34 @@ impl Drop for RuntimeDriver {
 }
 
 impl SessionDriver for RuntimeDriver {
+    fn plugin_commands(&self) -> Vec<PluginCommand> {
+        self.plugins.as_ref().map(Plugins::commands).unwrap_or_default()
+    }
+
+    fn run_plugin_command(
+        &self,
+        session_id: String,
+        name: String,
+        arguments: String,
+    ) -> Option<BoxFuture<'_, Result<PluginAnswer, DriverError>>> {
+        let plugins = self.plugins.clone()?;
+        plugins.commands().iter().any(|command| command.name == name).then(|| {
+            Box::pin(async move {
+                let outcome = plugins.run_command(&name, &session_id, &arguments).await;
+                match outcome {
+                    None => Err(DriverError::NotFound(format!("command /{name} is no longer offered"))),
+                    Some(Err(err)) => Err(DriverError::Failed(format!("/{name} failed: {err}"))),
+                    Some(Ok(CommandOutcome::Prompt(text))) => Ok(PluginAnswer::Prompt(text)),
+                    Some(Ok(CommandOutcome::Reply(answer))) => {
+                        let asked = format!("/{name} {arguments}").trim_end().to_owned();
+                        let message = self.runtime.reply(&session_id, asked, answer).await.map_err(driver_error)?;
+                        Ok(PluginAnswer::Answered(Box::new(message)))
+                    }
+                }
+            }) as BoxFuture<'_, _>
+        })
+    }
+
     fn hold(&self, session_id: &str) -> Result<Option<Box<dyn Send>>, DriverError> {
         let hold = self.runtime.hold(session_id).map_err(driver_error)?;
         Ok(Some(Box::new(hold)))

@@ -21,7 +21,7 @@
 //!   replays the same bytes. Without it the plugin does not start (fail closed): the host's
 //!   built-in compaction keeps protecting the window.
 //! - **Tools**: `ctx_reduce`, `ctx_expand`, `ctx_note`, `ctx_memory`, `ctx_search`;
-//!   [`MagicContext::status`] and [`MagicContext::flush`] back `/ctx-status` and `/ctx-flush`.
+//!   [`MagicContext::status`] and [`MagicContext::flush`] back the slash commands `/ctx-status` and `/ctx-flush`.
 //!
 //! Off unless the configuration's `magic_context` section turns it on
 //! ([`MagicContext::from_config`] returns `None` otherwise, and nothing of it runs).

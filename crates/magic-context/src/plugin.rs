@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use opencode_plugin_host::ChatInput;
+use opencode_plugin_host::CommandInput;
+use opencode_plugin_host::CommandOutcome;
 use opencode_plugin_host::HookError;
 use opencode_plugin_host::HookFuture;
 use opencode_plugin_host::HookName;
@@ -25,6 +27,7 @@ use opencode_plugin_host::MessagesOutput;
 use opencode_plugin_host::ModelLimit;
 use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::Plugin;
+use opencode_plugin_host::PluginCommand;
 use opencode_plugin_host::PluginHostBuilder;
 use opencode_plugin_host::PluginNotice;
 use opencode_plugin_host::Requirement;
@@ -35,6 +38,7 @@ use opencode_plugin_host::TextCompleteInput;
 use opencode_plugin_host::TextCompleteOutput;
 use opencode_plugin_host::ToolAfterInput;
 use opencode_plugin_host::ToolAfterOutput;
+use opencode_plugin_host::commands::CommandFuture;
 use opencode_tool_registry::Tool;
 
 use crate::config::MagicContextConfig;
@@ -302,6 +306,39 @@ impl Plugin for MagicContext {
     /// It keeps the window itself; the runtime's proactive compaction stands down while it runs.
     fn manages_context(&self) -> bool {
         true
+    }
+
+    fn commands(&self) -> Vec<PluginCommand> {
+        vec![
+            PluginCommand {
+                name: "ctx-status".into(),
+                description: "Magic Context: window usage, history slots, tags and compartments of this session".into(),
+                hint: None,
+            },
+            PluginCommand {
+                name: "ctx-flush".into(),
+                description: "Magic Context: run the pending drops and history folds at the next turn".into(),
+                hint: None,
+            },
+        ]
+    }
+
+    fn run_command<'a>(&'a self, name: &'a str, input: &'a CommandInput) -> CommandFuture<'a> {
+        Box::pin(async move {
+            let session = input.session_id.as_str();
+            let answer = match name {
+                "ctx-status" => match self.status(session).map_err(|err| err.to_string())? {
+                    Some(status) => format!("Magic Context: {status}."),
+                    None => "Magic Context has not shaped this session yet: it does from its first turn.".to_owned(),
+                },
+                "ctx-flush" => {
+                    self.flush(session).map_err(|err| err.to_string())?;
+                    "Magic Context runs its pending drops and folds at this session's next turn.".to_owned()
+                }
+                other => return Err(format!("Magic Context has no command {other:?}")),
+            };
+            Ok(CommandOutcome::Reply(answer))
+        })
     }
 
     fn start<'a>(&'a self, ctx: &'a StartContext) -> BoxFuture<'a, Result<(), String>> {

@@ -5,6 +5,9 @@
 //! implements costs one atomic load; otherwise one read lock, one `Arc` clone and one boxed future
 //! per implementing plugin.
 
+use crate::commands::CommandInput;
+use crate::commands::CommandOutcome;
+use crate::commands::PluginCommand;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -293,6 +296,25 @@ impl PluginHost {
         if let Some(side) = self.inner.side.get() {
             plugin.attach_side_model(Arc::clone(side));
         }
+    }
+
+    /// The commands of every ready plugin, in dispatch order (a name another plugin took first is
+    /// skipped).
+    pub fn commands(&self) -> Vec<PluginCommand> {
+        let mut seen = std::collections::HashSet::new();
+        let plugins = self.active().plugins.clone();
+        plugins
+            .iter()
+            .flat_map(|plugin| plugin.commands())
+            .filter(|command| seen.insert(command.name.clone()))
+            .collect()
+    }
+
+    /// Runs the ready plugin command named `name`; `None` when no ready plugin offers one.
+    pub async fn run_command(&self, name: &str, input: &CommandInput) -> Option<Result<CommandOutcome, String>> {
+        let plugins = self.active().plugins.clone();
+        let plugin = plugins.iter().find(|plugin| plugin.commands().iter().any(|command| command.name == name))?;
+        Some(plugin.run_command(name, input).await)
     }
 
     /// Whether a ready plugin keeps requests inside the context window itself

@@ -65,6 +65,7 @@
 //! ```
 
 pub mod auth;
+pub mod commands;
 mod error;
 pub mod external;
 pub mod hooks;
@@ -75,6 +76,9 @@ mod seams;
 pub mod side;
 mod turn;
 
+pub use commands::CommandInput;
+pub use commands::CommandOutcome;
+pub use commands::PluginCommand;
 pub use error::PluginError;
 pub use hooks::*;
 pub use host::HookFailure;

@@ -1,6 +1,9 @@
 //! The Rust plugin API: a [`Plugin`] declares a namespace and the hooks it implements, starts (its
 //! readiness), and implements any of OpenCode's hooks. Every hook method has a no-op default.
 
+use crate::commands::CommandFuture;
+use crate::commands::CommandInput;
+use crate::commands::PluginCommand;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -84,6 +87,16 @@ pub trait Plugin: Send + Sync + 'static {
     /// the plugin is ready and the host has one (possibly after start-up; possibly more than once,
     /// with the same model); never called by a host without models.
     fn attach_side_model(&self, _model: Arc<dyn SideModel>) {}
+
+    /// Slash commands this plugin contributes (asked while it is ready; see [`crate::commands`]).
+    fn commands(&self) -> Vec<PluginCommand> {
+        Vec::new()
+    }
+
+    /// Runs one of [`Plugin::commands`].
+    fn run_command<'a>(&'a self, name: &'a str, _input: &'a CommandInput) -> CommandFuture<'a> {
+        Box::pin(async move { Err(format!("the plugin has no command {name:?}")) })
+    }
 
     /// Plugin-defined Context Sources (asked once, after it is ready).
     fn context_sources(&self) -> Vec<PluginSource> {

@@ -15,6 +15,9 @@ use std::sync::Arc;
 use opencode_config::Config;
 use opencode_config::Env;
 use opencode_config::Paths;
+use opencode_plugin_host::CommandInput;
+use opencode_plugin_host::CommandOutcome;
+use opencode_plugin_host::PluginCommand;
 use opencode_plugin_host::PluginError;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::PluginState;
@@ -113,6 +116,23 @@ impl Plugins {
             .iter()
             .map(|failure| format!("plugin {}: tool not registered: {}", failure.plugin, failure.error))
             .collect()
+    }
+
+    /// The slash commands the ready plugins contribute.
+    pub fn commands(&self) -> Vec<PluginCommand> {
+        self.host.commands()
+    }
+
+    /// Runs the plugin command `name` for `session_id`; `None` when no ready plugin offers it. A
+    /// failure is the plugin's one-line message.
+    pub async fn run_command(
+        &self,
+        name: &str,
+        session_id: &str,
+        arguments: &str,
+    ) -> Option<Result<CommandOutcome, String>> {
+        let input = CommandInput { session_id: session_id.to_owned(), arguments: arguments.to_owned() };
+        self.host.run_command(name, &input).await
     }
 
     /// The runtime with the plugins as its hooks, and `locations` registering their Context Sources.

@@ -363,6 +363,15 @@ impl SessionRuntime {
             .ok_or_else(|| RuntimeError::Busy { session: session_id.to_owned() })
     }
 
+    /// Records a command a front end answered without a model call (a plugin command's reply):
+    /// `asked` as a user message and `answer` as a finished assistant message, written while the
+    /// session is held ([`RuntimeError::Busy`] during a turn). Returns the answer's message.
+    pub async fn reply(&self, session_id: &str, asked: String, answer: String) -> Result<MessageWithParts> {
+        let _hold = self.hold(session_id)?;
+        let session = self.session(session_id).await?;
+        crate::replies::record(&self.inner, session, asked, answer).await
+    }
+
     /// Stages a revert of the session from `message_id` (or `part_id`) on (OpenCode's undo): in a git
     /// work tree with snapshots on, the files the reverted steps changed are put back first, the tree
     /// before is kept for [`SessionRuntime::unrevert`], and `session.diff` says what was undone.

@@ -221,3 +221,31 @@ async fn slash_compact_compacts_and_commands_are_advertised() {
     assert_eq!(fixture.mock.requests().len(), 2);
     assert_eq!(fixture.mock.remaining(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_command_is_offered_and_answers_without_the_model() {
+    let fixture = Fixture::new(json!({"magic_context": {"context_limit": 8000}})).await;
+    let work = fixture.work.clone();
+    let (offered, answer) = fixture
+        .client(choose_once(), async move |conn: Conn| {
+            let session = conn.start(&work).await;
+            let response = conn.prompt(&session, "/ctx-status").await.unwrap();
+            assert_eq!(response.stop_reason, agent_client_protocol::v1::schema::StopReason::EndTurn);
+            let offered: Vec<String> = conn
+                .updates(&session)
+                .iter()
+                .filter_map(|update| match update {
+                    agent_client_protocol::v1::schema::SessionUpdate::AvailableCommandsUpdate(update) => {
+                        Some(update.available_commands.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+                    }
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            (offered, conn.agent_text(&session))
+        })
+        .await;
+    assert!(offered.iter().any(|name| name == "ctx-status") && offered.iter().any(|name| name == "ctx-flush"));
+    assert!(answer.starts_with("Magic Context"), "{answer}");
+    assert!(fixture.mock.requests().is_empty(), "no model call");
+}

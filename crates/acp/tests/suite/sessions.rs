@@ -1,8 +1,8 @@
 //! Sessions: load (history replayed), resume (not replayed), list, modes and config options, and a client that vanishes.
 
 use agent_client_protocol::v1::schema::{
-    ListSessionsRequest, LoadSessionRequest, ResumeSessionRequest, SessionConfigKind, SessionConfigOptionValue, SessionConfigSelectOptions,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, ToolCallStatus,
+    ListSessionsRequest, LoadSessionRequest, ResumeSessionRequest, SessionConfigKind, SessionConfigOptionValue,
+    SessionConfigSelectOptions, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest, ToolCallStatus,
 };
 use opencode_session_store::{MessageInfo, PartKind};
 use serde_json::json;
@@ -79,7 +79,9 @@ async fn resume_takes_up_a_session_without_replaying_it_and_the_next_turn_has_it
     assert!(init.agent_capabilities.session_capabilities.resume.is_some());
     assert_eq!(response.modes.unwrap().current_mode_id.0.as_ref(), "build");
     assert!(
-        !updates.iter().any(|update| matches!(update, SessionUpdate::UserMessageChunk(_) | SessionUpdate::AgentMessageChunk(_))),
+        !updates
+            .iter()
+            .any(|update| matches!(update, SessionUpdate::UserMessageChunk(_) | SessionUpdate::AgentMessageChunk(_))),
         "nothing replayed: {updates:?}"
     );
     let second = fixture.mock.requests()[1].body_json().unwrap().to_string();

@@ -7,7 +7,9 @@
 //! A command with `subtask: true`, or whose agent is a subagent (unless `subtask: false`), is sent as
 //! OpenCode does: one `subtask` part (the expanded text as its prompt, the command's agent and model)
 //! in a user message of the caller's agent and model; the runtime runs it as a `task` call in a
-//! child session before the model answers. Not supported (yet): MCP prompts and skills as commands.
+//! child session before the model answers. Plugins' commands are listed and run too (a configured
+//! command of the same name wins): their answer is recorded in the session without a model call, or
+//! their prompt sent. Not supported (yet): MCP prompts and skills as commands.
 
 use std::path::Path;
 
@@ -29,6 +31,7 @@ use super::session::prompt;
 use super::session::session;
 use crate::driver::FilePartInput;
 use crate::driver::PartInput;
+use crate::driver::PluginAnswer;
 use crate::driver::PromptBody;
 use crate::driver::PromptModel;
 use crate::driver::SubtaskPartInput;
@@ -74,7 +77,7 @@ pub(crate) struct Command {
     /// `provider/model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<String>,
-    /// Always `command` here (no MCP prompts or skills).
+    /// Always `command` here (configured and plugin commands; no MCP prompts or skills).
     source: &'static str,
     template: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,8 +140,15 @@ pub(crate) struct InitBody {
     message_id: String,
 }
 
-async fn list_route(Dir(i): Dir) -> Result<Json<Vec<Command>>, ApiError> {
-    blocking(move || Ok(Json(commands(&i).into_values().collect()))).await
+async fn list_route(State(s): State<AppState>, Dir(i): Dir) -> Result<Json<Vec<Command>>, ApiError> {
+    let mut listed = blocking(move || Ok(commands(&i))).await?;
+    // The plugins' commands, unless the configuration defines one by the same name (which wins).
+    for command in s.inner.driver.plugin_commands() {
+        if !listed.contains_key(&command.name) {
+            listed.insert(command.name.clone(), Command::from(command));
+        }
+    }
+    Ok(Json(listed.into_values().collect()))
 }
 
 async fn command_route(
@@ -152,9 +162,8 @@ async fn command_route(
     }
     let name = body.command.trim_start_matches('/').to_owned();
     let lookup = std::sync::Arc::clone(&i);
-    let command = blocking(move || Ok(definitions(&lookup).shift_remove(&name))).await?.ok_or_else(|| {
-        ApiError::not_found(format!("command {:?} not found (GET /command lists them)", body.command))
-    })?;
+    let found = blocking(move || Ok(definitions(&lookup).shift_remove(&name))).await?;
+    let Some(command) = found else { return plugin_command(&s, &id, body).await.map(Json) };
     // As OpenCode: the command's own model and agent win over the caller's.
     let model = match command.model.as_deref().or(body.model.as_deref()) {
         Some(model) => Some(parse_model(model)?),
@@ -220,6 +229,30 @@ async fn command_route(
     prompt(&s, &id, request).await.map(Json)
 }
 
+/// A command no configuration defines: a plugin's, if one offers it. Its answer is returned as it
+/// was recorded, or its prompt sent to the model.
+async fn plugin_command(s: &AppState, id: &str, body: CommandBody) -> Result<MessageWithParts, ApiError> {
+    session(s, id).await?;
+    let name = body.command.trim_start_matches('/').to_owned();
+    let Some(run) = s.inner.driver.run_plugin_command(id.to_owned(), name, body.arguments) else {
+        return Err(ApiError::not_found(format!("command {:?} not found (GET /command lists them)", body.command)));
+    };
+    match run.await? {
+        PluginAnswer::Answered(message) => Ok(*message),
+        PluginAnswer::Prompt(text) => {
+            let request = PromptBody {
+                message_id: body.message_id,
+                model: body.model.as_deref().map(parse_model).transpose()?,
+                agent: body.agent,
+                variant: body.variant,
+                parts: vec![PartInput::Text(TextPartInput { text, ..TextPartInput::default() })],
+                ..PromptBody::default()
+            };
+            prompt(s, id, request).await
+        }
+    }
+}
+
 async fn init_route(
     State(s): State<AppState>,
     P(id): P<String>,
@@ -264,6 +297,21 @@ fn definitions(instance: &Instance) -> IndexMap<String, opencode_config::command
 fn home(instance: &Instance) -> Option<std::path::PathBuf> {
     let env = instance.env();
     env.get("OPENCODE_TEST_HOME").or_else(|| env.get("HOME")).map(std::path::PathBuf::from)
+}
+
+impl From<opencode_session_runtime::PluginCommand> for Command {
+    fn from(command: opencode_session_runtime::PluginCommand) -> Self {
+        Self {
+            name: command.name,
+            description: Some(command.description),
+            agent: None,
+            model: None,
+            source: "command",
+            template: String::new(),
+            subtask: None,
+            hints: command.hint.into_iter().collect(),
+        }
+    }
 }
 
 impl From<opencode_config::commands::Command> for Command {

@@ -291,3 +291,37 @@ async fn a_subtask_command_runs_its_agent_in_a_child_session_and_shows_the_subta
     assert_eq!(texts(&reply), "Looked.");
     assert_eq!(last_user_text(&t, 2), "Look at src/b.rs");
 }
+
+/// A plugin's commands (Magic Context's, turned on by configuration) are listed with the configured
+/// ones and run through the same route: `/ctx-status` answers in the session without a model call.
+#[tokio::test]
+async fn plugin_commands_are_listed_and_answer_without_a_model_call() {
+    let t = super::runtime::start_runtime(json!({"magic_context": {"context_limit": 8000}})).await;
+    let (status, listed) = t.get("/command").await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> = listed.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"ctx-status") && names.contains(&"ctx-flush"), "{names:?}");
+
+    let id = t.session().await;
+    t.mock.push(super::runtime::text("Hello."));
+    let (status, _) = t.post(&format!("/session/{id}/message"), super::runtime::prompt("Say hello")).await;
+    assert_eq!(status, 200);
+    let (status, reply) =
+        t.post(&format!("/session/{id}/command"), json!({"command": "ctx-status", "arguments": ""})).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["info"]["role"], "assistant");
+    let answer = super::runtime::texts(&reply);
+    assert!(answer.starts_with("Magic Context: context ") && answer.contains("m[0]"), "{answer}");
+    assert_eq!(t.mock.requests().len(), 1, "no model call for the command");
+    let (_, messages) = t.get(&format!("/session/{id}/message")).await;
+    let last_two: Vec<String> = messages.as_array().unwrap()[2..].iter().map(super::runtime::texts).collect();
+    assert_eq!(last_two, ["/ctx-status".to_owned(), answer]);
+
+    let (status, flushed) =
+        t.post(&format!("/session/{id}/command"), json!({"command": "/ctx-flush", "arguments": ""})).await;
+    assert_eq!(status, 200, "{flushed}");
+    assert!(super::runtime::texts(&flushed).contains("next turn"));
+    let (status, unknown) =
+        t.post(&format!("/session/{id}/command"), json!({"command": "nope", "arguments": ""})).await;
+    assert_eq!(status, 404, "{unknown}");
+}

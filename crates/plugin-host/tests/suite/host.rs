@@ -256,3 +256,61 @@ async fn text_complete_rewrites_a_finished_text_part() {
     assert_eq!(text, "DONE (prt_1)");
     assert_eq!(HookName::parse("experimental.text.complete"), Some(HookName::TextComplete));
 }
+
+/// Offers `/echo` (answered as is) and `/ask` (a prompt for the model); `name` tells two apart.
+struct Commands {
+    name: &'static str,
+}
+
+impl Plugin for Commands {
+    fn namespace(&self) -> &str {
+        self.name
+    }
+
+    fn hooks(&self) -> HookSet {
+        HookSet::of([])
+    }
+
+    fn commands(&self) -> Vec<opencode_plugin_host::PluginCommand> {
+        ["echo", "ask"]
+            .map(|name| opencode_plugin_host::PluginCommand {
+                name: name.into(),
+                description: format!("{name} from {}", self.name),
+                hint: Some("[text]".into()),
+            })
+            .into()
+    }
+
+    fn run_command<'a>(
+        &'a self,
+        name: &'a str,
+        input: &'a opencode_plugin_host::CommandInput,
+    ) -> opencode_plugin_host::commands::CommandFuture<'a> {
+        Box::pin(async move {
+            Ok(match name {
+                "echo" => opencode_plugin_host::CommandOutcome::Reply(format!("{}: {}", self.name, input.arguments)),
+                _ => opencode_plugin_host::CommandOutcome::Prompt(format!("Please {}", input.arguments)),
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn ready_plugins_commands_are_listed_once_and_run_by_name() {
+    let host = PluginHost::builder()
+        .plugin(Arc::new(Commands { name: "first" }), Requirement::Optional)
+        .plugin(Arc::new(Commands { name: "second" }), Requirement::Optional)
+        .build();
+    assert!(host.commands().is_empty(), "nothing before the plugins are ready");
+    host.ready().await.unwrap();
+    let listed: Vec<(String, String)> =
+        host.commands().into_iter().map(|command| (command.name, command.description)).collect();
+    let expected = [("echo", "echo from first"), ("ask", "ask from first")].map(|(a, b)| (a.to_owned(), b.to_owned()));
+    assert_eq!(listed, expected, "a name taken by an earlier plugin is not listed twice");
+    let input = opencode_plugin_host::CommandInput { session_id: "ses_1".into(), arguments: "hi".into() };
+    let echoed = host.run_command("echo", &input).await;
+    assert_eq!(echoed, Some(Ok(opencode_plugin_host::CommandOutcome::Reply("first: hi".into()))));
+    let asked = host.run_command("ask", &input).await;
+    assert_eq!(asked, Some(Ok(opencode_plugin_host::CommandOutcome::Prompt("Please hi".into()))));
+    assert_eq!(host.run_command("missing", &input).await, None);
+}
