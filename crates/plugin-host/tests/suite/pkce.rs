@@ -155,7 +155,7 @@ async fn openai_signs_in_through_the_local_callback_and_refreshes() {
     let finish = tokio::spawn(authorization.finish());
 
     // The browser comes back: first something unrelated, then the callback.
-    let http = reqwest::Client::new();
+    let http = browser();
     let port = Url::parse(&redirect).unwrap().port().unwrap();
     let favicon = http.get(format!("http://127.0.0.1:{port}/favicon.ico")).send().await.unwrap();
     assert_eq!(favicon.status(), 404);
@@ -196,7 +196,7 @@ async fn openai_signs_in_through_the_local_callback_and_refreshes() {
 async fn openai_reports_a_refused_callback_a_state_mismatch_and_a_taken_port() {
     let (base, seen) = serve(json!({"access_token": "x"})).await;
     let auth = openai(&base);
-    let http = reqwest::Client::new();
+    let http = browser();
     for (query, expected) in [
         (
             "error=access_denied&error_description=missing_codex_entitlement".to_owned(),
@@ -228,4 +228,11 @@ async fn openai_reports_a_refused_callback_a_state_mismatch_and_a_taken_port() {
 
 fn query_of(url: &str) -> String {
     query(url)["redirect_uri"].replace("localhost", "127.0.0.1")
+}
+
+/// A browser's HTTP client (the TLS provider installed first: the test may run alone, without a
+/// workspace crate that picks one).
+fn browser() -> reqwest::Client {
+    let _already_installed = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
 }
