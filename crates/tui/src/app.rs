@@ -218,6 +218,8 @@ pub struct App {
     pub input: Input,
     /// Rows scrolled up from the bottom of the transcript.
     pub scroll: usize,
+    /// Rows one wheel step scrolls (`tui.json` `scroll_speed`).
+    pub wheel_rows: usize,
     pub overlay: Overlay,
     pub options: transcript::Options,
     /// A one-line notice in the status line (an error or a hint), until the next key.
@@ -242,6 +244,27 @@ pub struct App {
 }
 
 impl App {
+    /// `tui.json`'s `diff_style` (`auto`: side by side when wide; `stacked`: always unified) and
+    /// `scroll_speed` (rows per wheel step); a value that does not fit is named and the default kept.
+    pub fn apply_display_settings(&mut self, settings: &serde_json::Value) -> Vec<String> {
+        let mut problems = Vec::new();
+        match &settings["diff_style"] {
+            serde_json::Value::Null => {}
+            serde_json::Value::String(style) if style == "auto" => {}
+            serde_json::Value::String(style) if style == "stacked" => self.options.stacked_diffs = true,
+            other => problems.push(format!("diff_style {other} is not \"auto\" or \"stacked\" (auto kept)")),
+        }
+        match &settings["scroll_speed"] {
+            serde_json::Value::Null => {}
+            value => match value.as_f64().filter(|speed| *speed > 0.0 && *speed <= 100.0) {
+                // Fractions round up: a slow wheel still moves.
+                Some(speed) => self.wheel_rows = (speed.ceil() as usize).max(1),
+                None => problems.push(format!("scroll_speed {value} is not a number from 0 to 100 (3 kept)")),
+            },
+        }
+        problems
+    }
+
     pub fn new(theme: Theme) -> Self {
         Self {
             theme,
@@ -268,6 +291,7 @@ impl App {
             permission_choice: 0,
             input: Input::default(),
             scroll: 0,
+            wheel_rows: WHEEL_ROWS,
             overlay: Overlay::None,
             options: transcript::Options::default(),
             notice: None,
@@ -529,8 +553,10 @@ impl App {
             KeyCode::Enter => return self.submit(),
             // The mouse wheel arrives as Up/Down (the terminal's alternate-scroll mode), so native
             // selection keeps working; a one-line prompt has no use for them.
-            KeyCode::Up if !self.input.text().contains('\n') => self.scroll += WHEEL_ROWS,
-            KeyCode::Down if !self.input.text().contains('\n') => self.scroll = self.scroll.saturating_sub(WHEEL_ROWS),
+            KeyCode::Up if !self.input.text().contains('\n') => self.scroll += self.wheel_rows,
+            KeyCode::Down if !self.input.text().contains('\n') => {
+                self.scroll = self.scroll.saturating_sub(self.wheel_rows)
+            }
             _ => {
                 self.input.key(key);
                 self.slash_selected = 0;

@@ -116,6 +116,8 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let settings = options.settings.as_deref().map(settings).unwrap_or_default();
     let (keymap, problems) = crate::keys::Keymap::with(&settings["keybinds"]);
     app.keymap = keymap;
+    let mut problems = problems;
+    problems.extend(app.apply_display_settings(&settings));
     app.notice = problems.first().map(|problem| format!("tui.json: {problem}"));
     if let Some(name) = settings["theme"].as_str() {
         match options.themes.load(name, options.dark) {

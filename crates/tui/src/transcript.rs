@@ -34,6 +34,8 @@ pub struct Options {
     pub thinking: bool,
     /// The width to lay edit diffs out side by side in; `None` shows them unified.
     pub split_diffs: Option<u16>,
+    /// `tui.json` `diff_style: "stacked"`: diffs are always unified, however wide the terminal.
+    pub stacked_diffs: bool,
 }
 
 #[derive(Default)]
@@ -56,7 +58,8 @@ impl Transcript {
         options: Options,
         theme: &Theme,
     ) -> &[Line<'static>] {
-        let options = Options { split_diffs: (width >= SPLIT_DIFF_MIN_WIDTH).then_some(width), ..options };
+        let split = !options.stacked_diffs && width >= SPLIT_DIFF_MIN_WIDTH;
+        let options = Options { split_diffs: split.then_some(width), ..options };
         let key = (revision, width, options);
         let cached = self.cache.entry(message.info.id.clone()).or_insert_with(|| Cached { key, lines: Vec::new() });
         if cached.key != key || cached.lines.is_empty() {

@@ -508,3 +508,23 @@ fn help_shows_the_keys_as_bound_now() {
     let rebound = frame(&mut app, 80, 32);
     assert!(rebound.contains(" f2  /new ") && rebound.contains(" ctrl+g l  /sessions "), "{rebound}");
 }
+
+#[test]
+fn tui_json_diff_style_stacked_keeps_diffs_unified_and_scroll_speed_sets_the_wheel_step() {
+    let mut stacked = app();
+    stacked.sidebar = Some(false);
+    let problems = stacked.apply_display_settings(&serde_json::json!({"diff_style": "stacked", "scroll_speed": 5}));
+    assert!(problems.is_empty(), "{problems:?}");
+    let wide = frame(&mut stacked, 130, 24);
+    assert!(wide.contains("  -    41") && wide.contains("  +    42"), "unified however wide:\n{wide}");
+    assert!(!wide.lines().any(|line| line.contains("-    41") && line.contains("+    42")), "{wide}");
+    key(&mut stacked, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(stacked.scroll, 5);
+
+    let mut other = app();
+    let problems = other.apply_display_settings(&serde_json::json!({"diff_style": "sideways", "scroll_speed": -1}));
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("diff_style \"sideways\"") && problems[1].contains("scroll_speed -1"), "{problems:?}");
+    key(&mut other, KeyCode::Up, KeyModifiers::NONE);
+    assert_eq!(other.scroll, opencode_tui::app::WHEEL_ROWS, "the default is kept");
+}
