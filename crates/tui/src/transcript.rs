@@ -192,6 +192,9 @@ fn tool_lines(tool: &str, state: &ToolState, options: Options, theme: &Theme, li
                     Some(width) => split_diff_lines(diff, width, theme, lines),
                     None => diff_lines(diff, theme, lines),
                 }
+            } else if tool == "write" {
+                // A written file has no diff: what it holds now, coloured by its extension.
+                content_lines(&input("filePath"), &input("content"), theme, lines);
             }
         }
         "todowrite" => {
@@ -204,6 +207,24 @@ fn tool_lines(tool: &str, state: &ToolState, options: Options, theme: &Theme, li
             }
         }
         _ => {}
+    }
+}
+
+/// The first lines of a file's `content` (coloured as its extension's language where the lexer
+/// knows it), then how many more there are.
+fn content_lines(path: &str, content: &str, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+    let language = std::path::Path::new(path).extension().and_then(|ext| ext.to_str()).unwrap_or("");
+    let all: Vec<&str> = content.trim_end().lines().collect();
+    for line in all.iter().take(DIFF_PREVIEW) {
+        let mut spans = vec![Span::raw("  ")];
+        match crate::highlight::line(language, line, theme) {
+            Some(coloured) => spans.extend(coloured),
+            None => spans.push(Span::raw((*line).to_owned())),
+        }
+        lines.push(Line::from(spans));
+    }
+    if all.len() > DIFF_PREVIEW {
+        lines.push(Line::from(Span::styled(format!("  … {} more lines", all.len() - DIFF_PREVIEW), theme.muted())));
     }
 }
 

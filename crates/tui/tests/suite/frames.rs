@@ -528,3 +528,24 @@ fn tui_json_diff_style_stacked_keeps_diffs_unified_and_scroll_speed_sets_the_whe
     key(&mut other, KeyCode::Up, KeyModifiers::NONE);
     assert_eq!(other.scroll, opencode_tui::app::WHEEL_ROWS, "the default is kept");
 }
+
+#[test]
+fn a_written_file_shows_what_it_holds_collapsed_to_its_first_lines() {
+    let content: String = (1..=20).map(|n| format!("fn f{n}() {{}}\n")).collect();
+    let messages = serde_json::from_value(json!([
+        {"info": {"id": "msg_01", "sessionID": SESSION, "role": "assistant", "time": {"created": 1100, "completed": 1500},
+                  "agent": "build", "providerID": "mock", "modelID": "mock-model", "finish": "stop", "cost": 0.0,
+                  "tokens": {"input": 1, "output": 1, "reasoning": 0, "cache": {"read": 0, "write": 0}}},
+         "parts": [part("msg_01", "prt_01", json!({"type": "tool", "callID": "c1", "tool": "write",
+            "state": {"status": "completed", "input": {"filePath": "src/new.rs", "content": content},
+                      "output": "Wrote file successfully.", "metadata": {"exists": false}}}))]}
+    ]))
+    .unwrap();
+    let mut app = app();
+    app.sidebar = Some(false);
+    app.update(Msg::Opened(session(json!({})), messages));
+    let screen = frame(&mut app, 80, 30);
+    assert!(screen.contains("← Write src/new.rs"), "{screen}");
+    assert!(screen.contains("  fn f1() {}") && screen.contains("  fn f16() {}"), "{screen}");
+    assert!(!screen.contains("fn f17()") && screen.contains("… 4 more lines"), "{screen}");
+}
