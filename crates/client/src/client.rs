@@ -157,6 +157,18 @@ impl Client {
         self.send(Method::POST, &format!("/session/{id}/unrevert"), None::<&()>).await
     }
 
+    /// Publishes a read-only transcript of the session; its link (`/share`).
+    pub async fn share(&self, id: &str) -> Result<Option<String>, ClientError> {
+        let session: Session = self.send(Method::POST, &format!("/session/{id}/share"), None::<&Value>).await?;
+        Ok(session.share_url())
+    }
+
+    /// Withdraws the session's shared transcript (`/unshare`).
+    pub async fn unshare(&self, id: &str) -> Result<(), ClientError> {
+        let _session: Session = self.send(Method::DELETE, &format!("/session/{id}/share"), None::<&Value>).await?;
+        Ok(())
+    }
+
     /// Compacts the session's history (`/compact`).
     pub async fn compact(&self, id: &str, provider_id: &str, model_id: &str) -> Result<bool, ClientError> {
         let body = json!({ "providerID": provider_id, "modelID": model_id });

@@ -36,6 +36,13 @@ pub struct Session {
     pub extra: Map<String, Value>,
 }
 
+impl Session {
+    /// The link of the session's shared transcript, when it is shared (`share.url`).
+    pub fn share_url(&self) -> Option<String> {
+        self.extra.get("share")?.get("url")?.as_str().map(str::to_owned)
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionTime {
     #[serde(default, deserialize_with = "millis")]

@@ -68,6 +68,11 @@ pub enum Command {
         message: String,
     },
     Unrevert(String),
+    /// Publishes (`true`) or withdraws the session's read-only transcript.
+    Share {
+        session: String,
+        shared: bool,
+    },
     Compact {
         session: String,
         provider: String,
@@ -116,6 +121,8 @@ pub enum Msg {
     Failed(String),
     /// Something done that the status line reports (a file written).
     Notice(String),
+    /// The session's transcript is published at this link.
+    Shared(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,6 +177,8 @@ pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
     ("copy", "copy the last answer"),
     ("editor", "write the prompt in $EDITOR"),
     ("export", "save the transcript as markdown"),
+    ("share", "publish a read-only link and copy it"),
+    ("unshare", "withdraw the shared link"),
     ("sidebar", "show or hide the sidebar"),
     ("thinking", "show or hide reasoning"),
     ("themes", "choose the colours"),
@@ -379,6 +388,10 @@ impl App {
             Msg::Failed(message) | Msg::Notice(message) => {
                 self.notice = Some(message);
                 Vec::new()
+            }
+            Msg::Shared(url) => {
+                self.notice = Some(format!("shared at {url} (link copied)"));
+                vec![Command::Copy(url)]
             }
         }
     }
@@ -909,6 +922,7 @@ impl App {
             "undo" => return self.undo(),
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
+            "share" | "unshare" => return self.share(name == "share"),
             "thinking" => self.options.thinking = !self.options.thinking,
             "help" => self.overlay = Overlay::Help,
             "exit" | "quit" | "q" => self.quit = true,
@@ -1011,6 +1025,14 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    fn share(&mut self, shared: bool) -> Vec<Command> {
+        let Some(session) = &self.session else {
+            self.notice = Some("nothing to share yet".to_owned());
+            return Vec::new();
+        };
+        vec![Command::Share { session: session.id.clone(), shared }]
     }
 
     fn compact(&mut self) -> Vec<Command> {

@@ -359,6 +359,14 @@ async fn run_command(
             Msg::Opened(client.revert(&session, &message).await?, client.messages(&session).await?)
         }
         Command::Unrevert(session) => Msg::Opened(client.unrevert(&session).await?, client.messages(&session).await?),
+        Command::Share { session, shared: true } => match client.share(&session).await? {
+            Some(url) => Msg::Shared(url),
+            None => Msg::Notice("the server published no link for this session".to_owned()),
+        },
+        Command::Share { session, shared: false } => {
+            client.unshare(&session).await?;
+            Msg::Notice("the shared link is withdrawn".to_owned())
+        }
         Command::Compact { session, provider, model } => {
             client.compact(&session, &provider, &model).await?;
             return Ok(None);

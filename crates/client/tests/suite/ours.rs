@@ -91,3 +91,16 @@ async fn the_event_stream_comes_back_after_the_server_restarts() {
     assert_eq!(connected, opencode_client::Event::Connected);
     assert!(client.health().await.unwrap().healthy);
 }
+
+#[tokio::test]
+async fn a_session_is_shared_at_a_link_that_serves_it_and_unshared() {
+    let ours = start(0, tempfile::tempdir().unwrap()).await;
+    let session = ours.client.create_session(Some("to share")).await.unwrap();
+    let url = ours.client.share(&session.id).await.unwrap().expect("a link");
+    assert!(url.ends_with(&format!("/share/{}", session.id)), "{url}");
+    let page = reqwest::get(&url).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("to share"));
+    ours.client.unshare(&session.id).await.unwrap();
+    assert_eq!(ours.client.session(&session.id).await.unwrap().share_url(), None);
+}

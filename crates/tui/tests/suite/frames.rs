@@ -549,3 +549,17 @@ fn a_written_file_shows_what_it_holds_collapsed_to_its_first_lines() {
     assert!(screen.contains("  fn f1() {}") && screen.contains("  fn f16() {}"), "{screen}");
     assert!(!screen.contains("fn f17()") && screen.contains("… 4 more lines"), "{screen}");
 }
+
+#[test]
+fn share_publishes_the_session_and_copies_its_link_and_unshare_withdraws_it() {
+    let mut app = app();
+    type_text(&mut app, "/share");
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(run, [Command::Share { session: SESSION.to_owned(), shared: true }]);
+    let url = "http://127.0.0.1:4096/share/ses_1".to_owned();
+    assert_eq!(app.update(Msg::Shared(url.clone())), [Command::Copy(url.clone())]);
+    assert!(frame(&mut app, 100, 12).contains(&format!("shared at {url} (link copied)")));
+    type_text(&mut app, "/unshare");
+    let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(run, [Command::Share { session: SESSION.to_owned(), shared: false }]);
+}
