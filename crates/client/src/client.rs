@@ -20,6 +20,8 @@ use crate::types::Message;
 use crate::types::PermissionReply;
 use crate::types::PermissionRequest;
 use crate::types::PromptBody;
+use crate::types::ProviderEntry;
+use crate::types::ProviderList;
 use crate::types::Providers;
 use crate::types::Session;
 
@@ -166,6 +168,28 @@ impl Client {
     /// Withdraws the session's shared transcript (`/unshare`).
     pub async fn unshare(&self, id: &str) -> Result<(), ClientError> {
         let _session: Session = self.send(Method::DELETE, &format!("/session/{id}/share"), None::<&Value>).await?;
+        Ok(())
+    }
+
+    /// Every provider the server knows, with whether it is connected (what `/connect` offers).
+    pub async fn all_providers(&self) -> Result<Vec<ProviderEntry>, ClientError> {
+        let list: ProviderList = self.get("/provider").await?;
+        Ok(list
+            .all
+            .into_iter()
+            .map(|provider| ProviderEntry {
+                connected: list.connected.contains(&provider.id),
+                id: provider.id,
+                name: provider.name,
+            })
+            .collect())
+    }
+
+    /// Stores an API key for `provider` on the server (`PUT /auth/{provider}`): its models can be
+    /// used from the next prompt on.
+    pub async fn set_api_key(&self, provider: &str, key: &str) -> Result<(), ClientError> {
+        let body = json!({ "type": "api", "key": key });
+        let _stored: bool = self.send(Method::PUT, &format!("/auth/{provider}"), Some(&body)).await?;
         Ok(())
     }
 

@@ -395,3 +395,27 @@ pub struct FileDiff {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
+
+/// A provider as `/connect` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderEntry {
+    pub id: String,
+    pub name: String,
+    /// It has credentials (or needs none) on the server.
+    pub connected: bool,
+}
+
+/// `GET /provider`, only what `/connect` needs of it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProviderList {
+    pub all: Vec<ProviderName>,
+    #[serde(default)]
+    pub connected: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ProviderName {
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+}

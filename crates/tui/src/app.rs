@@ -16,6 +16,7 @@ use opencode_client::ModelRef;
 use opencode_client::PartKind;
 use opencode_client::PermissionReply;
 use opencode_client::PermissionRequest;
+use opencode_client::ProviderEntry;
 use opencode_client::Providers;
 use opencode_client::Role;
 use opencode_client::Session;
@@ -68,6 +69,14 @@ pub enum Command {
         message: String,
     },
     Unrevert(String),
+    /// Fetches the providers `/connect` offers.
+    LoadConnectable,
+    /// Stores an API key for a provider on the server.
+    SetApiKey {
+        provider: String,
+        name: String,
+        key: String,
+    },
     /// Publishes (`true`) or withdraws the session's read-only transcript.
     Share {
         session: String,
@@ -123,6 +132,10 @@ pub enum Msg {
     Notice(String),
     /// The session's transcript is published at this link.
     Shared(String),
+    /// Every provider the server knows (for `/connect`).
+    ProvidersToConnect(Vec<ProviderEntry>),
+    /// A provider's key is stored (its name), with the providers as they are now.
+    Connected(String, Providers),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +147,17 @@ pub enum Connection {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     None,
+    /// `/connect`: the providers, filtered by what is typed.
+    Connect {
+        query: String,
+        selected: usize,
+    },
+    /// `/connect`: the API key being typed for a provider (shown masked).
+    ApiKey {
+        provider: String,
+        name: String,
+        key: String,
+    },
     Sessions {
         selected: usize,
     },
@@ -178,6 +202,7 @@ pub const BUILT_IN_COMMANDS: &[(&str, &str)] = &[
     ("editor", "write the prompt in $EDITOR"),
     ("export", "save the transcript as markdown"),
     ("share", "publish a read-only link and copy it"),
+    ("connect", "add a provider's API key"),
     ("unshare", "withdraw the shared link"),
     ("sidebar", "show or hide the sidebar"),
     ("thinking", "show or hide reasoning"),
@@ -229,6 +254,8 @@ pub struct App {
     pub scroll: usize,
     /// Rows one wheel step scrolls (`tui.json` `scroll_speed`).
     pub wheel_rows: usize,
+    /// Every provider the server knows, as `/connect` last fetched them.
+    pub providers_to_connect: Vec<ProviderEntry>,
     pub overlay: Overlay,
     pub options: transcript::Options,
     /// A one-line notice in the status line (an error or a hint), until the next key.
@@ -301,6 +328,7 @@ impl App {
             input: Input::default(),
             scroll: 0,
             wheel_rows: WHEEL_ROWS,
+            providers_to_connect: Vec::new(),
             overlay: Overlay::None,
             options: transcript::Options::default(),
             notice: None,
@@ -387,6 +415,16 @@ impl App {
             }
             Msg::Failed(message) | Msg::Notice(message) => {
                 self.notice = Some(message);
+                Vec::new()
+            }
+            Msg::ProvidersToConnect(providers) => {
+                self.providers_to_connect = providers;
+                self.overlay = Overlay::Connect { query: String::new(), selected: 0 };
+                Vec::new()
+            }
+            Msg::Connected(name, providers) => {
+                self.providers = providers;
+                self.notice = Some(format!("{name} connected: its models are in the model list"));
                 Vec::new()
             }
             Msg::Shared(url) => {
@@ -542,6 +580,14 @@ impl App {
             Overlay::Palette { query, selected } => {
                 let (query, selected) = (query.clone(), *selected);
                 return self.palette_key(key, query, selected);
+            }
+            Overlay::Connect { query, selected } => {
+                let (query, selected) = (query.clone(), *selected);
+                return self.connect_key(key, query, selected);
+            }
+            Overlay::ApiKey { provider, name, key: typed } => {
+                let (provider, name, typed) = (provider.clone(), name.clone(), typed.clone());
+                return self.api_key_key(key, provider, name, typed);
             }
             Overlay::Help => {
                 self.overlay = Overlay::None;
@@ -923,6 +969,7 @@ impl App {
             "redo" => return self.redo(),
             "compact" | "summarize" => return self.compact(),
             "share" | "unshare" => return self.share(name == "share"),
+            "connect" => return vec![Command::LoadConnectable],
             "thinking" => self.options.thinking = !self.options.thinking,
             "help" => self.overlay = Overlay::Help,
             "exit" | "quit" | "q" => self.quit = true,

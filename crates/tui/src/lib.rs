@@ -15,6 +15,7 @@
 //! `runner::run_command`.
 
 pub mod app;
+mod connect;
 mod highlight;
 mod input;
 pub mod keys;

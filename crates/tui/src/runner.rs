@@ -359,6 +359,11 @@ async fn run_command(
             Msg::Opened(client.revert(&session, &message).await?, client.messages(&session).await?)
         }
         Command::Unrevert(session) => Msg::Opened(client.unrevert(&session).await?, client.messages(&session).await?),
+        Command::LoadConnectable => Msg::ProvidersToConnect(client.all_providers().await?),
+        Command::SetApiKey { provider, name, key } => {
+            client.set_api_key(&provider, &key).await?;
+            Msg::Connected(name, client.providers().await?)
+        }
         Command::Share { session, shared: true } => match client.share(&session).await? {
             Some(url) => Msg::Shared(url),
             None => Msg::Notice("the server published no link for this session".to_owned()),

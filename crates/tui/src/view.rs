@@ -62,6 +62,24 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             let items = app.theme_names.iter().map(|name| (name.clone(), Style::default())).collect();
             list(frame, centered(area, 50, 14), " Themes · ↑/↓ enter esc ", items, *selected, "", &app.theme);
         }
+        Overlay::Connect { query, selected } => {
+            let items = app
+                .connectable(query)
+                .into_iter()
+                .map(|p| {
+                    let mark = if p.connected { "  (connected)" } else { "" };
+                    (format!("{} · {}{mark}", p.name, p.id), Style::default())
+                })
+                .collect();
+            let title = format!(" Connect a provider: {query}▏ · ↑/↓ enter esc ");
+            list(frame, centered(area, 60, 16), &title, items, *selected, "no provider matches", &app.theme);
+        }
+        Overlay::ApiKey { name, key, .. } => {
+            let masked = "•".repeat(key.chars().count());
+            let items = vec![(format!("{masked}▏"), Style::default())];
+            let title = format!(" API key for {name} · enter stores it, esc cancels ");
+            list(frame, centered(area, 60, 3), &title, items, 0, "", &app.theme);
+        }
         Overlay::Help => help(frame, app, area),
         Overlay::None => {}
     }

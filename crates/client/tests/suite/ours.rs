@@ -104,3 +104,16 @@ async fn a_session_is_shared_at_a_link_that_serves_it_and_unshared() {
     ours.client.unshare(&session.id).await.unwrap();
     assert_eq!(ours.client.session(&session.id).await.unwrap().share_url(), None);
 }
+
+#[tokio::test]
+async fn a_providers_api_key_is_stored_through_the_server_and_the_provider_becomes_usable() {
+    let ours = start(0, tempfile::tempdir().unwrap()).await;
+    let before = ours.client.all_providers().await.unwrap();
+    let groq = before.iter().find(|provider| provider.id == "groq").expect("the catalog knows groq");
+    assert!(!groq.connected);
+    ours.client.set_api_key("groq", "gsk-test").await.unwrap();
+    let after = ours.client.all_providers().await.unwrap();
+    assert!(after.iter().any(|provider| provider.id == "groq" && provider.connected));
+    let usable = ours.client.providers().await.unwrap();
+    assert!(usable.providers.iter().any(|provider| provider.id == "groq"));
+}

@@ -563,3 +563,36 @@ fn share_publishes_the_session_and_copies_its_link_and_unshare_withdraws_it() {
     let run = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
     assert_eq!(run, [Command::Share { session: SESSION.to_owned(), shared: false }]);
 }
+
+#[test]
+fn connect_picks_a_provider_by_typing_and_takes_its_key_masked() {
+    let mut app = app();
+    type_text(&mut app, "/connect");
+    assert_eq!(key(&mut app, KeyCode::Enter, KeyModifiers::NONE), [Command::LoadConnectable]);
+    let entry = |id: &str, name: &str, connected| opencode_client::ProviderEntry {
+        id: id.into(),
+        name: name.into(),
+        connected,
+    };
+    app.update(Msg::ProvidersToConnect(vec![
+        entry("mock", "Mock", true),
+        entry("anthropic", "Anthropic", false),
+        entry("openai", "OpenAI", false),
+    ]));
+    let list = frame(&mut app, 80, 20);
+    assert!(list.contains("Anthropic · anthropic") && list.contains("Mock · mock  (connected)"), "{list}");
+    type_text(&mut app, "open");
+    let filtered = frame(&mut app, 80, 20);
+    assert!(filtered.contains("OpenAI · openai") && !filtered.contains("Anthropic"), "{filtered}");
+    key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    type_text(&mut app, "sk-secret");
+    let typing = frame(&mut app, 80, 20);
+    assert!(typing.contains("API key for OpenAI") && typing.contains("•••••••••"), "{typing}");
+    assert!(!typing.contains("sk-secret"), "the key is never shown:\n{typing}");
+    let stored = key(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        stored,
+        [Command::SetApiKey { provider: "openai".into(), name: "OpenAI".into(), key: "sk-secret".into() }]
+    );
+    assert_eq!(app.overlay, opencode_tui::app::Overlay::None);
+}
