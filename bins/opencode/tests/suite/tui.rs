@@ -341,3 +341,23 @@ fn the_tui_attaches_to_opencodes_own_server() {
     let _killed = server.kill();
     let _reaped = server.wait();
 }
+
+#[test]
+fn connect_stores_a_providers_key_typed_in_the_terminal() {
+    let (_rt, mock) = mock();
+    let home = Home::new();
+    project(&home, &mock, json!({}));
+    let Some(tui) = Tmux::start(&shell_line(&home, "")) else { return };
+    tui.wait_for(&["Ask anything"]);
+    tui.type_line("/connect");
+    tui.wait_for(&["Connect a provider", "Anthropic"]);
+    Command::new("tmux").args(["send-keys", "-t", &tui.name, "-l", "groq"]).status().unwrap();
+    tui.wait_for(&["Groq · groq"]);
+    tui.keys(&["Enter"]);
+    tui.wait_for(&["API key for Groq"]);
+    tui.type_line("gsk-from-the-terminal");
+    tui.wait_for(&["Groq connected"]);
+    let auth: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.auth_file()).unwrap()).unwrap();
+    assert_eq!(auth["groq"], json!({"type": "api", "key": "gsk-from-the-terminal"}));
+    assert!(!tui.screen().contains("gsk-from-the-terminal"), "the key is never on screen");
+}
