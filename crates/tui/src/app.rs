@@ -69,6 +69,8 @@ pub enum Command {
         message: String,
     },
     Unrevert(String),
+    /// Keeps the recently used models (most recent first) for the next start.
+    SaveRecentModels(Vec<ModelRef>),
     /// Fetches the providers `/connect` offers.
     LoadConnectable,
     /// Stores an API key for a provider on the server.
@@ -254,6 +256,8 @@ pub struct App {
     pub scroll: usize,
     /// Rows one wheel step scrolls (`tui.json` `scroll_speed`).
     pub wheel_rows: usize,
+    /// Recently used models, most recent first (F2 steps through them).
+    pub recent_models: Vec<ModelRef>,
     /// Every provider the server knows, as `/connect` last fetched them.
     pub providers_to_connect: Vec<ProviderEntry>,
     pub overlay: Overlay,
@@ -329,6 +333,7 @@ impl App {
             scroll: 0,
             wheel_rows: WHEEL_ROWS,
             providers_to_connect: Vec::new(),
+            recent_models: Vec::new(),
             overlay: Overlay::None,
             options: transcript::Options::default(),
             notice: None,
@@ -692,7 +697,14 @@ impl App {
 
     /// Every model of every provider, as `(provider, model)`, in the providers' order.
     pub fn models(&self) -> Vec<(String, String)> {
-        self.providers.providers.iter().flat_map(|p| p.models.keys().map(|m| (p.id.clone(), m.clone()))).collect()
+        let all = self.providers.providers.iter().flat_map(|p| p.models.keys().map(|m| (p.id.clone(), m.clone())));
+        // Recently used models first (those the server still offers), then the rest in its order.
+        let mut all: Vec<(String, String)> = all.collect();
+        let recent = |entry: &(String, String)| {
+            self.recent_models.iter().position(|m| m.provider_id == entry.0 && m.model_id == entry.1)
+        };
+        all.sort_by_key(|entry| recent(entry).unwrap_or(usize::MAX));
+        all
     }
 
     fn models_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
@@ -702,9 +714,11 @@ impl App {
             Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
                 let (provider, model) = &models[at];
-                self.model_choice = Some(ModelRef { provider_id: provider.clone(), model_id: model.clone() });
+                let chosen = ModelRef { provider_id: provider.clone(), model_id: model.clone() };
+                self.model_choice = Some(chosen.clone());
                 // Variants belong to a model.
                 self.variant = None;
+                return self.remember_model(chosen);
             }
             Pick::Closed => self.overlay = Overlay::None,
             Pick::Other => {}
@@ -739,6 +753,8 @@ impl App {
             },
             Action::ModelList => self.overlay = Overlay::Models { selected: 0 },
             Action::VariantCycle => self.cycle_variant(),
+            Action::ModelCycleRecent => return self.cycle_recent_model(true),
+            Action::ModelCycleRecentReverse => return self.cycle_recent_model(false),
             Action::AgentList => self.overlay = Overlay::Agents { selected: self.agent },
             Action::AgentCycle | Action::AgentCycleReverse if !self.agents.is_empty() => {
                 let n = self.agents.len();

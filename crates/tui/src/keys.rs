@@ -22,6 +22,8 @@ pub enum Action {
     SessionChildCycle,
     SessionParent,
     ModelList,
+    ModelCycleRecent,
+    ModelCycleRecentReverse,
     VariantCycle,
     AgentList,
     AgentCycle,
@@ -64,6 +66,8 @@ const DEFAULTS: &[(&str, Action, &str)] = &[
     ("session_child_cycle", Action::SessionChildCycle, "<leader>right,<leader>down"),
     ("session_parent", Action::SessionParent, "<leader>left,<leader>up"),
     ("model_list", Action::ModelList, "<leader>m"),
+    ("model_cycle_recent", Action::ModelCycleRecent, "f2"),
+    ("model_cycle_recent_reverse", Action::ModelCycleRecentReverse, "shift+f2"),
     ("variant_cycle", Action::VariantCycle, "ctrl+t"),
     ("agent_list", Action::AgentList, "<leader>a"),
     ("agent_cycle", Action::AgentCycle, "tab"),
@@ -293,12 +297,12 @@ mod tests {
     #[test]
     fn tui_json_rebinds_unbinds_and_names_what_it_cannot_read() {
         let (keys, problems) = Keymap::with(&json!({
-            "leader": "ctrl+g", "session_new": "<leader>c,f2", "messages_copy": "none",
+            "leader": "ctrl+g", "session_new": "<leader>c,f3", "messages_copy": "none",
             "session_share": "<leader>s", "model_list": "hyper+m", "agent_list": 3
         }));
         assert!(keys.is_leader(press(KeyCode::Char('g'), KeyModifiers::CONTROL)));
         assert!(!keys.is_leader(press(KeyCode::Char('x'), KeyModifiers::CONTROL)));
-        assert_eq!(keys.action(press(KeyCode::F(2), KeyModifiers::NONE), false), Some(Action::SessionNew));
+        assert_eq!(keys.action(press(KeyCode::F(3), KeyModifiers::NONE), false), Some(Action::SessionNew));
         // The first binding of a key wins: compact keeps <leader>c until it is rebound itself.
         assert_eq!(keys.action(press(KeyCode::Char('c'), KeyModifiers::NONE), true), Some(Action::SessionCompact));
         assert_eq!(keys.action(press(KeyCode::Char('y'), KeyModifiers::NONE), true), None, "unbound");

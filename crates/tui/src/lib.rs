@@ -20,6 +20,7 @@ mod highlight;
 mod input;
 pub mod keys;
 mod markdown;
+mod recent;
 mod runner;
 mod theme;
 mod transcript;

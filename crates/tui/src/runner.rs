@@ -49,6 +49,8 @@ pub struct TuiOptions {
     pub settings: Option<std::path::PathBuf>,
     /// Whether the terminal's background is dark (themes have dark and light variants).
     pub dark: bool,
+    /// Where the recently used models are kept (`tui-recent-models.json` in the state directory).
+    pub recent_models: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +131,7 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
     let mut keys = TerminalEvents::new();
     let mut server = client.events();
     app.preferred_agent = options.agent;
+    app.recent_models = options.recent_models.as_deref().map(crate::recent::load).unwrap_or_default();
     app.model_choice = options.model;
     let mut commands = app.start(options.session);
     if let Some(prompt) = options.prompt {
@@ -142,6 +145,13 @@ async fn event_loop(terminal: &mut Term, client: Client, options: TuiOptions) ->
         for command in commands.drain(..) {
             match command {
                 Command::Copy(text) => copy(terminal, &text)?,
+                Command::SaveRecentModels(models) => {
+                    if let Some(file) = &options.recent_models
+                        && let Err(err) = crate::recent::save(file, &models)
+                    {
+                        app.notice = Some(err);
+                    }
+                }
                 Command::SetTheme(name) => {
                     app.notice = Some(match options.themes.load(&name, options.dark) {
                         Ok(theme) => {
@@ -306,7 +316,7 @@ async fn run_command(
 ) -> Result<Option<Msg>, opencode_client::ClientError> {
     Ok(Some(match command {
         // The terminal loop runs these itself: they use the terminal.
-        Command::Copy(_) | Command::Editor(_) | Command::SetTheme(_) => return Ok(None),
+        Command::Copy(_) | Command::Editor(_) | Command::SetTheme(_) | Command::SaveRecentModels(_) => return Ok(None),
         Command::Export(id) => export(client, &id).await?,
         Command::LoadSessions => Msg::Sessions(client.sessions().await?),
         Command::LoadCommands => Msg::Commands(client.commands().await?),

@@ -71,6 +71,7 @@ async fn open(context: &Context, client: Client, args: OpenArgs) -> Result<(), C
         themes: opencode_tui::Themes { dirs: opencode_tui::theme_dirs(Some(config), Some(&context.cwd)) },
         settings: Some(config.join("tui.json")),
         dark: opencode_tui::dark_background(context.env.get("COLORFGBG")),
+        recent_models: Some(context.paths.state.join("tui-recent-models.json")),
     };
     opencode_tui::run(client, options).await.map_err(|err| match err {
         opencode_tui::TuiError::Client(err) => tui_error(err),

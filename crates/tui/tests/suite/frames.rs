@@ -4,6 +4,7 @@ use crossterm::event::KeyCode;
 use crossterm::event::KeyEvent;
 use crossterm::event::KeyModifiers;
 use opencode_client::Event;
+use opencode_client::ModelRef;
 use opencode_tui::Theme;
 use opencode_tui::app::App;
 use opencode_tui::app::Command;
@@ -595,4 +596,30 @@ fn connect_picks_a_provider_by_typing_and_takes_its_key_masked() {
         [Command::SetApiKey { provider: "openai".into(), name: "OpenAI".into(), key: "sk-secret".into() }]
     );
     assert_eq!(app.overlay, opencode_tui::app::Overlay::None);
+}
+
+#[test]
+fn chosen_models_come_first_in_the_picker_and_f2_steps_through_them() {
+    let mut app = app();
+    let providers = serde_json::from_value(json!({"providers": [{"id": "mock", "name": "Mock",
+        "models": {"a": {}, "b": {}, "c": {}}}], "default": {"mock": "a"}}))
+    .unwrap();
+    app.update(Msg::Providers(providers));
+    let pick = |app: &mut App, name: &str| {
+        let at = app.models().iter().position(|(_, model)| model == name).unwrap();
+        app.overlay = opencode_tui::app::Overlay::Models { selected: at };
+        key(app, KeyCode::Enter, KeyModifiers::NONE)
+    };
+    pick(&mut app, "c");
+    let saved = pick(&mut app, "b");
+    let model = |id: &str| ModelRef { provider_id: "mock".into(), model_id: id.into() };
+    assert_eq!(saved, [Command::SaveRecentModels(vec![model("b"), model("c")])]);
+    let order: Vec<String> = app.models().into_iter().map(|(_, model)| model).collect();
+    assert_eq!(order, ["b", "c", "a"], "recent first");
+    key(&mut app, KeyCode::F(2), KeyModifiers::NONE);
+    assert_eq!(app.model_choice, Some(model("c")));
+    key(&mut app, KeyCode::F(2), KeyModifiers::NONE);
+    assert_eq!(app.model_choice, Some(model("b")), "it wraps around");
+    key(&mut app, KeyCode::F(2), KeyModifiers::SHIFT);
+    assert_eq!(app.model_choice, Some(model("c")));
 }
