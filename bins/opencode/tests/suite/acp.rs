@@ -147,10 +147,16 @@ fn the_agent_keeps_stdout_for_protocol_frames_and_writes_its_diagnostics_to_a_lo
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});
     let mut stdin = agent.stdin.take().unwrap();
     writeln!(stdin, "{initialize}").unwrap();
+    // The editor lets the agent go (closes its input) once it has the answer.
+    let mut answers = std::io::BufReader::new(agent.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut answers, &mut first).unwrap();
     drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut answers, &mut rest).unwrap();
     let output = agent.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    let frames: Vec<Value> = stdout(&output).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let frames: Vec<Value> = (first + &rest).lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert!(!frames.is_empty() && frames.iter().all(|frame| frame["jsonrpc"] == "2.0"), "{frames:?}");
     assert_eq!(frames[0]["result"]["agentInfo"]["name"], "opencode");
     let logs = home.path().join("home/.local/share/opencode/log");
