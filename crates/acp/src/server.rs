@@ -18,6 +18,7 @@ use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, JsonRpcResponse};
 
 use crate::error::AgentError;
+use crate::session::Commands;
 use crate::setup::Engine;
 
 /// The product's name and version, as `initialize` reports them.
@@ -166,6 +167,21 @@ pub(crate) fn answer<T: JsonRpcResponse>(
     }
 }
 
+/// Answers a request that opens a session, then tells the client the session's commands (which
+/// it can only use once it knows the session).
+fn answer_with_commands<T: JsonRpcResponse>(
+    responder: Responder<T>,
+    result: Result<(T, Commands), AgentError>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), agent_client_protocol::Error> {
+    let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
+    answer(responder, result.map(|(response, _)| response))?;
+    if let Some(commands) = ready {
+        commands.send(cx);
+    }
+    Ok(())
+}
+
 /// Serves ACP over `transport` until the client closes it; then interrupts the turns still
 /// running (their partial work is durable, as any interrupted turn's) and returns.
 pub async fn serve(
@@ -211,37 +227,19 @@ async fn connection(
         )
         .on_receive_request(
             async move |request: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let result = s3.new_session(request).await;
-                let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
-                answer(responder, result.map(|(response, _)| response))?;
-                if let Some(commands) = ready {
-                    commands.send(&cx);
-                }
-                Ok(())
+                answer_with_commands(responder, s3.new_session(request).await, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let result = s4.load_session(request, &cx).await;
-                let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
-                answer(responder, result.map(|(response, _)| response))?;
-                if let Some(commands) = ready {
-                    commands.send(&cx);
-                }
-                Ok(())
+                answer_with_commands(responder, s4.load_session(request, &cx).await, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: ResumeSessionRequest, responder, cx: ConnectionTo<Client>| {
-                let result = s11.resume_session(request).await;
-                let ready = result.as_ref().ok().map(|(_, commands)| commands.clone());
-                answer(responder, result.map(|(response, _)| response))?;
-                if let Some(commands) = ready {
-                    commands.send(&cx);
-                }
-                Ok(())
+                answer_with_commands(responder, s11.resume_session(request).await, &cx)
             },
             agent_client_protocol::on_receive_request!(),
         )

@@ -788,32 +788,24 @@ impl App {
 
     fn palette_key(&mut self, key: KeyEvent, mut query: String, selected: usize) -> Vec<Command> {
         let entries = self.palette(&query);
-        let selected = match key.code {
-            KeyCode::Up => selected.saturating_sub(1),
-            KeyCode::Down => (selected + 1).min(entries.len().saturating_sub(1)),
-            KeyCode::Enter => {
+        match search(key, &mut query, selected, entries.len()) {
+            Pick::Chosen(at) => {
                 self.overlay = Overlay::None;
-                return match entries.get(selected) {
+                match entries.get(at) {
                     Some((name, _)) => self.slash(&name.clone()),
                     None => Vec::new(),
-                };
+                }
             }
-            KeyCode::Esc => {
+            Pick::Closed => {
                 self.overlay = Overlay::None;
-                return Vec::new();
+                Vec::new()
             }
-            KeyCode::Backspace => {
-                query.pop();
-                0
+            Pick::Moved(selected) => {
+                self.overlay = Overlay::Palette { query, selected };
+                Vec::new()
             }
-            KeyCode::Char(c) => {
-                query.push(c);
-                0
-            }
-            _ => selected,
-        };
-        self.overlay = Overlay::Palette { query, selected };
-        Vec::new()
+            Pick::Other => Vec::new(),
+        }
     }
 
     fn themes_key(&mut self, key: KeyEvent, selected: usize) -> Vec<Command> {
@@ -1145,8 +1137,29 @@ pub fn transcript_markdown(session: &Session, messages: &[Message]) -> String {
     out
 }
 
+/// What a key does in a list dialog whose entries are filtered by what is typed: arrows move,
+/// typing edits `query` (back to the first entry), Enter chooses, Esc closes.
+pub(crate) fn search(key: KeyEvent, query: &mut String, selected: usize, len: usize) -> Pick {
+    match key.code {
+        KeyCode::Backspace => {
+            query.pop();
+            Pick::Moved(0)
+        }
+        KeyCode::Char(c) => {
+            query.push(c);
+            Pick::Moved(0)
+        }
+        KeyCode::Enter => Pick::Chosen(selected),
+        KeyCode::Esc => Pick::Closed,
+        _ => match pick(key, selected, len) {
+            Pick::Other => Pick::Moved(selected),
+            moved => moved,
+        },
+    }
+}
+
 /// What a key does in a list dialog.
-enum Pick {
+pub(crate) enum Pick {
     /// The highlight moved to this row.
     Moved(usize),
     /// Enter on this row.

@@ -8,6 +8,8 @@ use opencode_client::ProviderEntry;
 use crate::app::App;
 use crate::app::Command;
 use crate::app::Overlay;
+use crate::app::Pick;
+use crate::app::search;
 
 impl App {
     /// The providers `/connect` offers for `query` (matching id or name), connected ones last.
@@ -24,32 +26,17 @@ impl App {
 
     pub(crate) fn connect_key(&mut self, key: KeyEvent, mut query: String, selected: usize) -> Vec<Command> {
         let found = self.connectable(&query).len();
-        let selected = match key.code {
-            KeyCode::Up => selected.saturating_sub(1),
-            KeyCode::Down => (selected + 1).min(found.saturating_sub(1)),
-            KeyCode::Esc => {
-                self.overlay = Overlay::None;
-                return Vec::new();
-            }
-            KeyCode::Enter => {
-                let chosen = self.connectable(&query).get(selected).map(|p| (p.id.clone(), p.name.clone()));
-                self.overlay = match chosen {
-                    Some((provider, name)) => Overlay::ApiKey { provider, name, key: String::new() },
-                    None => Overlay::None,
-                };
-                return Vec::new();
-            }
-            KeyCode::Backspace => {
-                query.pop();
-                0
-            }
-            KeyCode::Char(c) => {
-                query.push(c);
-                0
-            }
-            _ => selected,
+        self.overlay = match search(key, &mut query, selected, found) {
+            Pick::Chosen(at) => match self.connectable(&query).get(at) {
+                Some(provider) => {
+                    Overlay::ApiKey { provider: provider.id.clone(), name: provider.name.clone(), key: String::new() }
+                }
+                None => Overlay::None,
+            },
+            Pick::Closed => Overlay::None,
+            Pick::Moved(selected) => Overlay::Connect { query, selected },
+            Pick::Other => Overlay::Connect { query, selected },
         };
-        self.overlay = Overlay::Connect { query, selected };
         Vec::new()
     }
 

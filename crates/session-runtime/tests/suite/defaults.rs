@@ -114,20 +114,7 @@ async fn a_session_whose_provider_is_only_in_its_directory_config_is_titled() {
     let own = h.mock.opencode_config(json!({}));
     std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
     let start = Config::default();
-    let paths = Paths::under(h.data.path());
-    let locations = opencode_session_runtime::StandardLocations::new(&start, paths.clone(), Env::default())
-        .per_directory()
-        .with_configured_tools(|_, _| Ok(std::sync::Arc::new(FnTools::new()) as _));
-    let runtime = SessionRuntime::builder(
-        std::sync::Arc::clone(&h.store),
-        opencode_llm::LlmClient::new(),
-        std::sync::Arc::new(Catalog::default()),
-        std::sync::Arc::new(start),
-        paths,
-    )
-    .locations(locations)
-    .options(RuntimeOptions { titles: true, ..RuntimeOptions::default() })
-    .build();
+    let runtime = per_directory_runtime(&h, start, true);
     let session = runtime.create_session(h.project.path(), NewSession::default()).await.unwrap();
     h.mock.push_all([text("Directory title"), text("Directory title")]);
     runtime.run(PromptRequest::text(&session.id, "hello")).await.unwrap();
@@ -147,11 +134,22 @@ async fn a_directory_that_turns_auto_compaction_off_is_not_compacted() {
     std::fs::write(h.project.path().join("opencode.json"), own.to_string()).unwrap();
     // The start directory would compact anything but the last 10 tokens.
     let start: Config = serde_json::from_value(json!({"compaction": {"preserve_recent_tokens": 10}})).unwrap();
+    let runtime = per_directory_runtime(&h, start, false);
+    let session = runtime.create_session(h.project.path(), NewSession::default()).await.unwrap();
+    h.mock.push_all([text("first"), text("second")]);
+    runtime.run(PromptRequest::text(&session.id, "x".repeat(12_000))).await.unwrap();
+    runtime.run(PromptRequest::text(&session.id, "again")).await.unwrap();
+    assert_eq!(h.mock.requests().len(), 2, "two turns and no summary request: the directory turned compaction off");
+}
+
+/// A runtime over the harness's store whose start configuration is `start` and where each
+/// directory's own configuration applies (as the front ends assemble it).
+fn per_directory_runtime(h: &super::support::Harness, start: Config, titles: bool) -> SessionRuntime {
     let paths = Paths::under(h.data.path());
     let locations = opencode_session_runtime::StandardLocations::new(&start, paths.clone(), Env::default())
         .per_directory()
         .with_configured_tools(|_, _| Ok(std::sync::Arc::new(FnTools::new()) as _));
-    let runtime = SessionRuntime::builder(
+    SessionRuntime::builder(
         std::sync::Arc::clone(&h.store),
         opencode_llm::LlmClient::new(),
         std::sync::Arc::new(Catalog::default()),
@@ -159,11 +157,6 @@ async fn a_directory_that_turns_auto_compaction_off_is_not_compacted() {
         paths,
     )
     .locations(locations)
-    .options(RuntimeOptions { titles: false, ..RuntimeOptions::default() })
-    .build();
-    let session = runtime.create_session(h.project.path(), NewSession::default()).await.unwrap();
-    h.mock.push_all([text("first"), text("second")]);
-    runtime.run(PromptRequest::text(&session.id, "x".repeat(12_000))).await.unwrap();
-    runtime.run(PromptRequest::text(&session.id, "again")).await.unwrap();
-    assert_eq!(h.mock.requests().len(), 2, "two turns and no summary request: the directory turned compaction off");
+    .options(RuntimeOptions { titles, ..RuntimeOptions::default() })
+    .build()
 }
