@@ -123,6 +123,41 @@ pub struct Status {
     pub boundary: usize,
     pub m0_tokens: u64,
     pub m1_tokens: u64,
+    /// When the session's last request was sent, and how long the provider keeps its cache.
+    pub last_request_ms: Option<u64>,
+    pub ttl_ms: u64,
+    /// The latest executing pass: (pass, slot re-rendered `none`/`soft`/`hard`, its cause).
+    pub last_execute: Option<(u64, String, String)>,
+}
+
+impl Status {
+    /// Whether the provider's prompt cache is still warm at `now_ms` (the TTL not yet past since
+    /// the last request), in words for `/ctx-status`.
+    pub fn cache_state(&self, now_ms: u64) -> String {
+        match self.last_request_ms {
+            None => "cache: no request sent yet".to_owned(),
+            Some(last) => {
+                let idle = now_ms.saturating_sub(last);
+                let verdict = if idle > self.ttl_ms { "expired" } else { "warm" };
+                format!("cache: {verdict} (last request {} s ago, TTL {} s)", idle / 1000, self.ttl_ms / 1000)
+            }
+        }
+    }
+
+    /// The latest prompt rewrite and its cause, in words for `/ctx-status`.
+    pub fn last_rewrite(&self) -> String {
+        match &self.last_execute {
+            None => "no executing pass yet".to_owned(),
+            Some((pass, slot, reason)) => {
+                let kind = match slot.as_str() {
+                    "hard" => "HARD (m[0] folded)",
+                    "soft" => "SOFT (m[1] re-rendered)",
+                    _ => "SOFT+ (slots replayed, drops committed)",
+                };
+                format!("last executing pass #{pass}: {kind}, cause {reason}")
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for Status {
@@ -631,6 +666,9 @@ impl Engine {
             boundary: state.meta.boundary,
             m0_tokens: render::tokens(&state.meta.m0),
             m1_tokens: render::tokens(&state.meta.m1),
+            last_request_ms: state.meta.last_request_ms,
+            ttl_ms: self.config.ttl_ms(),
+            last_execute: self.store.last_execute(session_id)?,
         }))
     }
 

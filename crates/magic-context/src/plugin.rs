@@ -328,7 +328,10 @@ impl Plugin for MagicContext {
             let session = input.session_id.as_str();
             let answer = match name {
                 "ctx-status" => match self.status(session).map_err(|err| err.to_string())? {
-                    Some(status) => format!("Magic Context: {status}."),
+                    Some(status) => {
+                        let cache = status.cache_state((self.clock)());
+                        format!("Magic Context: {status}; {cache}; {}.", status.last_rewrite())
+                    }
                     None => "Magic Context has not shaped this session yet: it does from its first turn.".to_owned(),
                 },
                 "ctx-flush" => {

@@ -418,6 +418,20 @@ impl Store {
         Ok(end as usize)
     }
 
+    /// The session's latest executing pass: (pass, which slot it re-rendered, its reason).
+    pub fn last_execute(&self, session_id: &str) -> Result<Option<(u64, String, String)>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT pass, materialized, reason FROM transform_decisions
+                 WHERE session_id = ?1 AND decision = 'execute' ORDER BY pass DESC LIMIT 1",
+                [session_id],
+                |row| Ok((u64::try_from(row.get::<_, i64>(0)?).unwrap_or_default(), row.get(1)?, row.get(2)?)),
+            )
+            .optional()?;
+        Ok(row)
+    }
+
     /// Publishes compartments produced by the historian (contiguous after the last one).
     pub fn publish_compartments(&mut self, session_id: &str, compartments: &[Compartment], at_ms: u64) -> Result<()> {
         let tx = self.conn.transaction()?;

@@ -312,6 +312,7 @@ async fn plugin_commands_are_listed_and_answer_without_a_model_call() {
     assert_eq!(reply["info"]["role"], "assistant");
     let answer = super::runtime::texts(&reply);
     assert!(answer.starts_with("Magic Context: context ") && answer.contains("m[0]"), "{answer}");
+    assert!(answer.contains("cache: warm (last request ") && answer.contains("last executing pass #1"), "{answer}");
     assert_eq!(t.mock.requests().len(), 1, "no model call for the command");
     let (_, messages) = t.get(&format!("/session/{id}/message")).await;
     let last_two: Vec<String> = messages.as_array().unwrap()[2..].iter().map(super::runtime::texts).collect();
