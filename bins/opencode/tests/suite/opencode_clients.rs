@@ -261,7 +261,16 @@ fn a_write_turn_in_a_git_project_records_the_same_snapshots_and_undo_removes_the
         let session =
             events.iter().find_map(|e| e["properties"]["info"]["id"].as_str().filter(|id| id.starts_with("ses")));
         let session = session.unwrap().to_owned();
-        let messages = get(&server.url, &format!("/session/{session}/message"), &home.work());
+        // OpenCode computes the turn's diff after the session goes idle: wait until it is stored.
+        let stored = || get(&server.url, &format!("/session/{session}/message"), &home.work());
+        let mut messages = stored();
+        for _ in 0..100 {
+            if messages[0]["info"]["summary"]["diffs"].as_array().is_some_and(|diffs| !diffs.is_empty()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            messages = stored();
+        }
         let user = messages[0]["info"]["id"].as_str().unwrap().to_owned();
         let reverted =
             post(&server.url, &format!("/session/{session}/revert"), json!({"messageID": user}), &home.work());
