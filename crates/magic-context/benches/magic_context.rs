@@ -424,7 +424,7 @@ fn summarise(history: &[Message]) -> String {
             lines.extend(row.2.lines().skip(1).map(str::to_owned));
         } else {
             let digest = historian::digest(std::slice::from_ref(row), 1);
-            lines.extend(digest.iter().flat_map(|c| c.content.lines().map(str::to_owned)));
+            lines.extend(digest.iter().flat_map(|c| c.versions.full.lines().map(str::to_owned)));
         }
     }
     let mut kept = Vec::new();

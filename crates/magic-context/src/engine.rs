@@ -20,6 +20,7 @@ use opencode_llm::Message;
 use opencode_llm::Role;
 use opencode_llm::ToolResultValue;
 
+use crate::compressor;
 use crate::config::BLOCK_PERCENTAGE;
 use crate::config::FORCE_PERCENTAGE;
 use crate::config::MagicContextConfig;
@@ -31,7 +32,6 @@ use crate::state::MessageMark;
 use crate::state::SessionState;
 use crate::state::Tag;
 use crate::state::TagKind;
-use crate::store::Compartment;
 use crate::store::DecisionRow;
 use crate::store::RawRow;
 use crate::store::SearchHit;
@@ -128,6 +128,8 @@ pub struct Status {
     pub ttl_ms: u64,
     /// The latest executing pass: (pass, slot re-rendered `none`/`soft`/`hard`, its cause).
     pub last_execute: Option<(u64, String, String)>,
+    /// Calls made on the small model for this session: (count, tokens in, tokens out, cost).
+    pub side_calls: (u64, u64, u64, f64),
 }
 
 impl Status {
@@ -174,19 +176,27 @@ impl std::fmt::Display for Status {
             self.boundary,
             self.m0_tokens,
             self.m1_tokens
-        )
+        )?;
+        let (calls, input, output, cost) = self.side_calls;
+        match calls {
+            0 => Ok(()),
+            _ => write!(f, ", {calls} small-model call(s) ({input} tokens in, {output} out, ${cost:.4})"),
+        }
     }
 }
 
-/// A historian run's input: raw rows `[start, end)` of a session and the next sequence number.
+/// A historian run's input: raw rows `[start, end)` of a session, the next sequence number, and
+/// the project's memories (so the model does not repeat known facts).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistorianJob {
     pub session_id: String,
+    pub project: String,
     pub start: usize,
     pub end: usize,
     /// (ordinal, role, stored text).
     pub rows: Vec<(usize, String, String)>,
     pub next_sequence: u32,
+    pub memories: Vec<crate::store::Memory>,
 }
 
 /// Magic Context over one database.
@@ -533,8 +543,8 @@ impl Engine {
     /// and publishes them; the next executing pass shows them. Returns how many it published.
     pub fn run_historian(&mut self, session_id: &str, now_ms: u64) -> Result<usize> {
         let Some(job) = self.historian_job(session_id)? else { return Ok(0) };
-        let compartments = historian::digest(&job.rows, job.next_sequence);
-        self.publish_historian(&job, &compartments, now_ms)
+        let answer = historian::Answer { compartments: historian::digest(&job.rows, job.next_sequence), facts: vec![] };
+        self.publish_historian(&job, &answer, now_ms)
     }
 
     /// What the historian may summarise now (the raw rows outside the protected tail after the
@@ -548,25 +558,40 @@ impl Engine {
         let next_sequence =
             self.store.compartments(session_id)?.last().map_or(1, |compartment| compartment.sequence + 1);
         let rows = self.store.raw_range(session_id, start, end)?;
-        Ok(Some(HistorianJob { session_id: session_id.to_owned(), start, end, rows, next_sequence }))
+        let memories = self.store.memories(&state.project)?;
+        let (session_id, project) = (session_id.to_owned(), state.project);
+        Ok(Some(HistorianJob { session_id, project, start, end, rows, next_sequence, memories }))
     }
 
-    /// Publishes a job's compartments unless the job went stale while it ran (another run
-    /// published first, or the host changed those messages meanwhile): then nothing. Returns how
-    /// many it published.
-    pub fn publish_historian(
-        &mut self,
-        job: &HistorianJob,
-        compartments: &[Compartment],
-        now_ms: u64,
-    ) -> Result<usize> {
+    /// Publishes a job's compartments, and its facts as project memories, unless the job went
+    /// stale while it ran (another run published first, or the host changed those messages
+    /// meanwhile): then nothing. Then lets the compressor merge what is archived. Returns how
+    /// many compartments it published.
+    pub fn publish_historian(&mut self, job: &HistorianJob, answer: &historian::Answer, now_ms: u64) -> Result<usize> {
         if self.store.compartments_end(&job.session_id)? != job.start
             || self.store.raw_range(&job.session_id, job.start, job.end)? != job.rows
         {
             return Ok(0);
         }
-        self.store.publish_compartments(&job.session_id, compartments, now_ms)?;
-        Ok(compartments.len())
+        self.store.publish_compartments(&job.session_id, &answer.compartments, &answer.facts, &job.project, now_ms)?;
+        self.compress(&job.session_id, now_ms)?;
+        Ok(answer.compartments.len())
+    }
+
+    /// Records a call the plugin made on the small model for a session.
+    pub fn record_side_call(&mut self, session_id: &str, call: &crate::store::SideCall, now_ms: u64) -> Result<()> {
+        self.store.record_side_call(session_id, call, now_ms)
+    }
+
+    /// One compressor merge, when the session's archived compartments allow one.
+    fn compress(&mut self, session_id: &str, now_ms: u64) -> Result<()> {
+        let Some(state) = self.state(session_id)? else { return Ok(()) };
+        let budget = (self.window(&state) as f64 * self.config.history_budget_percentage) as u64;
+        let compartments = self.store.compartments(session_id)?;
+        if let Some(merged) = compressor::plan(&compartments, budget, state.meta.m0_seq) {
+            self.store.merge_compartments(session_id, &merged, now_ms)?;
+        }
+        Ok(())
     }
 
     fn state(&mut self, session_id: &str) -> Result<Option<SessionState>> {
@@ -669,6 +694,7 @@ impl Engine {
             last_request_ms: state.meta.last_request_ms,
             ttl_ms: self.config.ttl_ms(),
             last_execute: self.store.last_execute(session_id)?,
+            side_calls: self.store.side_totals(session_id)?,
         }))
     }
 

@@ -26,6 +26,7 @@
 //! Off unless the configuration's `magic_context` section turns it on
 //! ([`MagicContext::from_config`] returns `None` otherwise, and nothing of it runs).
 
+mod compressor;
 mod config;
 mod engine;
 mod error;

@@ -47,6 +47,7 @@ use crate::engine::PassInput;
 use crate::engine::Status;
 use crate::error::Error;
 use crate::historian;
+use crate::store::SideCall;
 use crate::store::Store;
 use crate::tools;
 
@@ -224,7 +225,8 @@ fn spawn_historian(shared: &Arc<Shared>, session: String, model: ModelRef, now_m
 
 /// The historian on the small model: the job is read and the result published on blocking
 /// threads, the model awaited in between without holding the engine. An answer that fails or
-/// breaks the rules gives way to the digest, so history is summarised either way.
+/// breaks the rules gives way to the digest, so history is summarised either way. Every call is
+/// recorded with its usage and cost (the host has added the cost to the session's).
 async fn model_historian(
     shared: &Arc<Shared>,
     side: Arc<dyn SideModel>,
@@ -240,21 +242,38 @@ async fn model_historian(
         model,
         purpose: "historian".into(),
         system: historian::SYSTEM.into(),
-        prompt: historian::prompt(&job.rows),
+        prompt: historian::prompt(&job.rows, &job.memories),
         max_output_tokens: 8_000,
     };
-    let answer = tokio::time::timeout(HISTORIAN_TIMEOUT, side.complete(request)).await;
-    let parsed = match answer {
-        Ok(Ok(answer)) => historian::parse(&answer.text, &job.rows, job.next_sequence),
-        Ok(Err(err)) => Err(err),
-        Err(_) => Err(format!("no answer within {} s", HISTORIAN_TIMEOUT.as_secs())),
+    let (parsed, call) = match tokio::time::timeout(HISTORIAN_TIMEOUT, side.complete(request)).await {
+        Ok(Ok(answer)) => {
+            let parsed = historian::parse(&answer.text, &job.rows, job.next_sequence);
+            let call = SideCall {
+                purpose: "historian".into(),
+                model: answer.model,
+                input_tokens: answer.usage.input_tokens,
+                output_tokens: answer.usage.output_tokens,
+                cost: answer.cost,
+                outcome: parsed.as_ref().err().cloned().unwrap_or_else(|| "used".into()),
+            };
+            (parsed, Some(call))
+        }
+        Ok(Err(err)) => (Err(err), None),
+        Err(_) => (Err(format!("no answer within {} s", HISTORIAN_TIMEOUT.as_secs())), None),
     };
-    let compartments = parsed.unwrap_or_else(|why| {
+    let answer = parsed.unwrap_or_else(|why| {
         tracing::warn!(session, reason = %why, "magic context historian: the small model's answer is not used, digesting instead");
-        historian::digest(&job.rows, job.next_sequence)
+        historian::Answer { compartments: historian::digest(&job.rows, job.next_sequence), facts: Vec::new() }
     });
     let writer = Arc::clone(shared);
-    blocking(move || writer.engine()?.publish_historian(&job, &compartments, now_ms)).await
+    blocking(move || {
+        let mut engine = writer.engine()?;
+        if let Some(call) = &call {
+            engine.record_side_call(&job.session_id, call, now_ms)?;
+        }
+        engine.publish_historian(&job, &answer, now_ms)
+    })
+    .await
 }
 
 /// Runs database work off the async threads.

@@ -55,17 +55,17 @@ pub fn m1(compartments: &[Compartment], memories: &[Memory], notes: &[(i64, Stri
     out
 }
 
-/// How much of a compartment survives.
+/// Which of a compartment's four versions is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tier {
-    /// Every line.
+    /// p1: everything.
     Full,
-    /// The first lines of each user request and the outcome: about a third.
+    /// p2: condensed, about a third.
     Condensed,
-    /// The title and the user's requests only.
+    /// p3: the requests and their outcome.
+    Outcome,
+    /// p4: the heading and the anchors (files, names) only.
     Anchor,
-    /// The heading alone.
-    Title,
 }
 
 /// Half-life in compartments at importance 50 and pressure 1.
@@ -81,61 +81,81 @@ const P_FLOOR: f64 = 0.1;
 ///
 /// A compartment's age `a` (0 for the newest) is measured in half-lives `H = H50 / p`, where the
 /// pressure `p` is what the history would cost at full detail over the budget (at least
-/// [`P_FLOOR`]): `z = a / H` picks full below 0.201, condensed below 0.729, requests only below
-/// 1.322, and the heading alone beyond (past 2.587 a compartment would be archived; its heading
-/// stays so `ctx_expand` can still find its range). A second pass raises the pressure when the
-/// result is still more than 10% over budget; finally the oldest compartment is demoted one tier
-/// at a time until it fits. Importance stretches the half-life (see [`curve_tier`]); among equally
+/// [`P_FLOOR`]): `z = a / H` picks full below 0.201, condensed below 0.729, the outcome below
+/// 1.322, and the anchors alone beyond (past 2.587 a compartment is archived: see [`archived`];
+/// its heading stays so `ctx_expand` can find its range). A second pass raises the pressure when
+/// the result is still more than 10% over budget; finally the oldest compartment is demoted one
+/// tier at a time until it fits. Importance stretches the half-life (see [`half_lives`]); among equally
 /// important compartments an older one is never kept in more detail than a newer one, and the
 /// curve re-tunes itself when the window changes.
 pub fn decay(compartments: &[Compartment], budget: u64) -> Vec<Tier> {
-    let cost = |tiers: &[Tier]| -> u64 {
-        compartments.iter().zip(tiers).map(|(compartment, tier)| tokens(&body(compartment, *tier)) + 12).sum()
-    };
-    let curve = |pressure: f64| -> Vec<Tier> {
-        let count = compartments.len();
-        compartments
-            .iter()
-            .enumerate()
-            .map(|(index, compartment)| curve_tier((count - 1 - index) as f64, compartment.importance, pressure))
-            .collect()
-    };
-    let budget_f = budget.max(1) as f64;
-    let full = vec![Tier::Full; compartments.len()];
-    let mut pressure = (cost(&full) as f64 / budget_f).max(P_FLOOR);
-    let mut tiers = curve(pressure);
-    let first = cost(&tiers) as f64;
-    if first > 1.1 * budget_f {
-        pressure *= first / budget_f;
-        tiers = curve(pressure);
-    }
-    let mut total = cost(&tiers);
+    let mut tiers = curve(compartments, pressure(compartments, budget));
+    let mut total = cost(compartments, &tiers);
     while total > budget {
-        let Some(oldest) = tiers.iter().position(|tier| *tier != Tier::Title) else { break };
+        let Some(oldest) = tiers.iter().position(|tier| *tier != Tier::Anchor) else { break };
         tiers[oldest] = match tiers[oldest] {
             Tier::Full => Tier::Condensed,
-            Tier::Condensed => Tier::Anchor,
-            Tier::Anchor | Tier::Title => Tier::Title,
+            Tier::Condensed => Tier::Outcome,
+            Tier::Outcome | Tier::Anchor => Tier::Anchor,
         };
-        total = cost(&tiers);
+        total = cost(compartments, &tiers);
     }
     tiers
 }
 
-/// The curve's tier for a compartment `age` compartments older than the newest: importance 50
-/// has the base half-life, every 25 points more doubles it (75: twice, 100: four times).
-fn curve_tier(age: f64, importance: u8, pressure: f64) -> Tier {
-    let factor = 2f64.powf((f64::from(importance.clamp(1, 100)) - 50.0) / D);
-    let z = age * pressure / (H50 * factor);
+/// Which compartments are past the archive line (`z` ≥ 2.587 at the pressure `budget` puts on
+/// the history), oldest first: they show no more than their anchors, and the compressor merges
+/// them.
+pub fn archived(compartments: &[Compartment], budget: u64) -> Vec<bool> {
+    let pressure = pressure(compartments, budget);
+    half_lives(compartments, pressure).into_iter().map(|z| z >= Z[3]).collect()
+}
+
+/// What the history would cost at full detail over the budget (at least [`P_FLOOR`]), raised
+/// once more when the curve at that pressure is still more than 10% over.
+fn pressure(compartments: &[Compartment], budget: u64) -> f64 {
+    let budget = budget.max(1) as f64;
+    let full = vec![Tier::Full; compartments.len()];
+    let pressure = (cost(compartments, &full) as f64 / budget).max(P_FLOOR);
+    let first = cost(compartments, &curve(compartments, pressure)) as f64;
+    if first > 1.1 * budget { pressure * first / budget } else { pressure }
+}
+
+/// Estimated tokens of the compartments at the given tiers, headings included.
+fn cost(compartments: &[Compartment], tiers: &[Tier]) -> u64 {
+    compartments.iter().zip(tiers).map(|(compartment, tier)| tokens(body(compartment, *tier)) + 12).sum()
+}
+
+fn curve(compartments: &[Compartment], pressure: f64) -> Vec<Tier> {
+    half_lives(compartments, pressure).into_iter().map(tier_at).collect()
+}
+
+/// The tier `z` half-lives of age earn.
+fn tier_at(z: f64) -> Tier {
     if z < Z[0] {
         Tier::Full
     } else if z < Z[1] {
         Tier::Condensed
     } else if z < Z[2] {
-        Tier::Anchor
+        Tier::Outcome
     } else {
-        Tier::Title
+        Tier::Anchor
     }
+}
+
+/// How many half-lives old each compartment is: its age `a` (0 for the newest) over the
+/// half-life `H50 / pressure`, stretched by importance (50 has the base half-life, every 25
+/// points more doubles it: 75 twice, 100 four times).
+fn half_lives(compartments: &[Compartment], pressure: f64) -> Vec<f64> {
+    let count = compartments.len();
+    compartments
+        .iter()
+        .enumerate()
+        .map(|(index, compartment)| {
+            let factor = 2f64.powf((f64::from(compartment.importance.clamp(1, 100)) - 50.0) / D);
+            (count - 1 - index) as f64 * pressure / (H50 * factor)
+        })
+        .collect()
 }
 
 fn render_compartment(out: &mut String, compartment: &Compartment, tier: Tier) {
@@ -148,20 +168,19 @@ fn render_compartment(out: &mut String, compartment: &Compartment, tier: Tier) {
     );
     let body = body(compartment, tier);
     if !body.is_empty() {
-        out.push_str(&escape(&body));
+        out.push_str(&escape(body));
         out.push('\n');
     }
 }
 
-fn body(compartment: &Compartment, tier: Tier) -> String {
-    let lines = compartment.content.lines();
-    let kept: Vec<&str> = match tier {
-        Tier::Full => lines.collect(),
-        Tier::Condensed => lines.filter(|line| !line.starts_with("TR:")).collect(),
-        Tier::Anchor => lines.filter(|line| line.starts_with("U:")).collect(),
-        Tier::Title => Vec::new(),
-    };
-    kept.join("\n")
+fn body(compartment: &Compartment, tier: Tier) -> &str {
+    let versions = &compartment.versions;
+    match tier {
+        Tier::Full => &versions.full,
+        Tier::Condensed => &versions.condensed,
+        Tier::Outcome => &versions.outcome,
+        Tier::Anchor => &versions.anchor,
+    }
 }
 
 fn render_memory(out: &mut String, memory: &Memory) {
@@ -184,14 +203,17 @@ mod tests {
     use super::*;
 
     fn compartment(sequence: u32, lines: usize) -> Compartment {
-        let content = (0..lines).map(|i| format!("U: ask {i}\nTC: read(file {i})\nTR: 40 lines")).collect::<Vec<_>>();
+        let content = (0..lines)
+            .map(|i| format!("U: ask {i}\nA: reading it\nTC: read {{\"path\":\"f{i}\"}}\nTR: 40 lines"))
+            .collect::<Vec<_>>();
         Compartment {
             sequence,
             start: sequence as usize * 10,
             end: sequence as usize * 10 + 10,
             title: format!("turns {sequence}"),
-            content: content.join("\n"),
+            versions: crate::historian::versions(&content.join("\n")),
             importance: 50,
+            depth: 0,
         }
     }
 
@@ -215,7 +237,7 @@ mod tests {
         let tight = decay(&compartments, 3_000);
         assert!(tight.iter().filter(|tier| **tier == Tier::Full).count() < 20, "{tight:?}");
         assert!(tight.windows(2).all(|pair| pair[0] >= pair[1]), "older never beats newer: {tight:?}");
-        let cost: u64 = compartments.iter().zip(&tight).map(|(c, t)| tokens(&body(c, *t)) + 12).sum();
+        let cost: u64 = compartments.iter().zip(&tight).map(|(c, t)| tokens(body(c, *t)) + 12).sum();
         assert!(cost <= 3_000, "{cost}");
     }
 

@@ -11,6 +11,7 @@ use rusqlite::params;
 
 use crate::error::Error;
 use crate::error::Result;
+use crate::historian;
 use crate::state::Meta;
 use crate::state::SessionState;
 use crate::state::Tag;
@@ -20,7 +21,28 @@ use crate::state::TagKind;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", SCHEMA_V1),
     (2, "compartment importance", "ALTER TABLE compartments ADD COLUMN importance INTEGER NOT NULL DEFAULT 50;"),
+    (3, "compartment versions, merge depth, side-model calls", SCHEMA_V3),
 ];
+
+/// Rows written before version 3 keep `p2`..`p4` NULL: their versions are derived from `content`.
+const SCHEMA_V3: &str = "
+ALTER TABLE compartments ADD COLUMN p2 TEXT;
+ALTER TABLE compartments ADD COLUMN p3 TEXT;
+ALTER TABLE compartments ADD COLUMN p4 TEXT;
+ALTER TABLE compartments ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE side_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost REAL NOT NULL,
+    outcome TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX side_calls_session ON side_calls (session_id);
+";
 
 const SCHEMA_V1: &str = "
 CREATE TABLE session_meta (
@@ -147,9 +169,37 @@ pub struct Compartment {
     /// One past the last raw ordinal covered.
     pub end: usize,
     pub title: String,
-    pub content: String,
+    pub versions: Versions,
     /// 1-100, how slowly it fades (50 when nobody judged it: the digest).
     pub importance: u8,
+    /// How many compressor merges made it (0: as the historian wrote it).
+    pub depth: u8,
+}
+
+/// A compartment's text at the four levels of detail the decay curve picks from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Versions {
+    /// p1: everything worth keeping, the user's words verbatim.
+    pub full: String,
+    /// p2: condensed.
+    pub condensed: String,
+    /// p3: the requests and their outcome, a few lines.
+    pub outcome: String,
+    /// p4: anchors only (the files and names it touched); may be empty.
+    pub anchor: String,
+}
+
+/// One request a plugin made on the small model for a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SideCall {
+    pub purpose: String,
+    /// `provider/model`.
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+    /// `used`, or why the answer was not (then the digest stood in).
+    pub outcome: String,
 }
 
 /// A project memory.
@@ -392,17 +442,24 @@ impl Store {
     /// The session's compartments, oldest first.
     pub fn compartments(&self, session_id: &str) -> Result<Vec<Compartment>> {
         let mut statement = self.conn.prepare(
-            "SELECT sequence, start_ordinal, end_ordinal, title, content, importance FROM compartments
-             WHERE session_id = ?1 ORDER BY sequence",
+            "SELECT sequence, start_ordinal, end_ordinal, title, content, importance, p2, p3, p4, depth
+             FROM compartments WHERE session_id = ?1 ORDER BY sequence",
         )?;
         let rows = statement.query_map([session_id], |row| {
+            let full: String = row.get(4)?;
+            let tiers: (Option<String>, Option<String>, Option<String>) = (row.get(6)?, row.get(7)?, row.get(8)?);
+            let versions = match tiers {
+                (Some(condensed), Some(outcome), Some(anchor)) => Versions { full, condensed, outcome, anchor },
+                _ => historian::versions(&full),
+            };
             Ok(Compartment {
                 sequence: row.get(0)?,
                 start: row.get::<_, i64>(1)? as usize,
                 end: row.get::<_, i64>(2)? as usize,
                 title: row.get(3)?,
-                content: row.get(4)?,
+                versions,
                 importance: row.get::<_, i64>(5)?.clamp(1, 100) as u8,
+                depth: row.get::<_, i64>(9)?.clamp(0, 255) as u8,
             })
         })?;
         rows.collect::<Result<_, _>>().map_err(Error::from)
@@ -432,28 +489,71 @@ impl Store {
         Ok(row)
     }
 
-    /// Publishes compartments produced by the historian (contiguous after the last one).
-    pub fn publish_compartments(&mut self, session_id: &str, compartments: &[Compartment], at_ms: u64) -> Result<()> {
+    /// Publishes compartments produced by the historian (contiguous after the last one) and the
+    /// facts it found as project memories, in one transaction.
+    pub fn publish_compartments(
+        &mut self,
+        session_id: &str,
+        compartments: &[Compartment],
+        facts: &[(String, String)],
+        project: &str,
+        at_ms: u64,
+    ) -> Result<()> {
         let tx = self.conn.transaction()?;
         for compartment in compartments {
-            tx.execute(
-                "INSERT INTO compartments
-                 (session_id, sequence, start_ordinal, end_ordinal, title, content, created_at, importance)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    session_id,
-                    compartment.sequence,
-                    compartment.start as i64,
-                    compartment.end as i64,
-                    compartment.title,
-                    compartment.content,
-                    at_ms as i64,
-                    i64::from(compartment.importance)
-                ],
-            )?;
+            insert_compartment(&tx, session_id, compartment, at_ms)?;
+        }
+        for (category, content) in facts {
+            insert_memory(&tx, project, category, content, at_ms)?;
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Replaces the compartments `merged` spans (oldest first, contiguous) by `merged` itself:
+    /// the compressor's one change, atomic.
+    pub fn merge_compartments(&mut self, session_id: &str, merged: &Compartment, at_ms: u64) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "DELETE FROM compartments WHERE session_id = ?1 AND start_ordinal >= ?2 AND end_ordinal <= ?3",
+            params![session_id, merged.start as i64, merged.end as i64],
+        )?;
+        insert_compartment(&tx, session_id, merged, at_ms)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a side-model call made for a session.
+    pub fn record_side_call(&mut self, session_id: &str, call: &SideCall, at_ms: u64) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO side_calls (session_id, purpose, model, input_tokens, output_tokens, cost, outcome, at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                session_id,
+                call.purpose,
+                call.model,
+                call.input_tokens as i64,
+                call.output_tokens as i64,
+                call.cost,
+                call.outcome,
+                at_ms as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A session's side-model calls: (count, tokens in, tokens out, cost).
+    pub fn side_totals(&self, session_id: &str) -> Result<(u64, u64, u64, f64)> {
+        let totals = self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost), 0.0)
+             FROM side_calls WHERE session_id = ?1",
+            [session_id],
+            |row| {
+                let count = |index: usize| row.get::<_, i64>(index).map(|value| u64::try_from(value).unwrap_or(0));
+                Ok((count(0)?, count(1)?, count(2)?, row.get(3)?))
+            },
+        )?;
+        Ok(totals)
     }
 
     /// Raw messages `[start, end)` as (ordinal, role, text), for the historian and `ctx_expand`.
@@ -471,23 +571,9 @@ impl Store {
     /// Adds a project memory; `false` when the same memory already exists.
     pub fn write_memory(&mut self, project: &str, category: &str, content: &str, at_ms: u64) -> Result<(i64, bool)> {
         let tx = self.conn.transaction()?;
-        let inserted = tx.execute(
-            "INSERT OR IGNORE INTO memories (project_path, category, content, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![project, category, content, at_ms as i64],
-        )?;
-        let id: i64 = tx.query_row(
-            "SELECT id FROM memories WHERE project_path = ?1 AND category = ?2 AND content = ?3",
-            params![project, category, content],
-            |row| row.get(0),
-        )?;
-        if inserted > 0 {
-            tx.execute(
-                "INSERT INTO memories_fts (content, category, memory_id, project_path) VALUES (?1, ?2, ?3, ?4)",
-                params![content, category, id, project],
-            )?;
-        }
+        let written = insert_memory(&tx, project, category, content, at_ms)?;
         tx.commit()?;
-        Ok((id, inserted > 0))
+        Ok(written)
     }
 
     /// Archives a memory (a non-additive change: it bumps the project's memory epoch, so the next
@@ -589,6 +675,58 @@ fn fts_expression(query: &str) -> Option<String> {
         .map(|word| format!("\"{word}\""))
         .collect();
     (!words.is_empty()).then(|| words.join(" OR "))
+}
+
+/// Writes a memory unless the project already has it (same category, same text once whitespace
+/// is collapsed): (its id, whether it is new).
+fn insert_memory(
+    tx: &Transaction<'_>,
+    project: &str,
+    category: &str,
+    content: &str,
+    at_ms: u64,
+) -> Result<(i64, bool)> {
+    let content = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    let inserted = tx.execute(
+        "INSERT OR IGNORE INTO memories (project_path, category, content, created_at) VALUES (?1, ?2, ?3, ?4)",
+        params![project, category, content, at_ms as i64],
+    )?;
+    let id: i64 = tx.query_row(
+        "SELECT id FROM memories WHERE project_path = ?1 AND category = ?2 AND content = ?3",
+        params![project, category, content],
+        |row| row.get(0),
+    )?;
+    if inserted > 0 {
+        tx.execute(
+            "INSERT INTO memories_fts (content, category, memory_id, project_path) VALUES (?1, ?2, ?3, ?4)",
+            params![content, category, id, project],
+        )?;
+    }
+    Ok((id, inserted > 0))
+}
+
+fn insert_compartment(tx: &Transaction<'_>, session_id: &str, compartment: &Compartment, at_ms: u64) -> Result<()> {
+    let versions = &compartment.versions;
+    tx.execute(
+        "INSERT INTO compartments
+         (session_id, sequence, start_ordinal, end_ordinal, title, content, created_at, importance, p2, p3, p4, depth)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![
+            session_id,
+            compartment.sequence,
+            compartment.start as i64,
+            compartment.end as i64,
+            compartment.title,
+            versions.full,
+            at_ms as i64,
+            i64::from(compartment.importance),
+            versions.condensed,
+            versions.outcome,
+            versions.anchor,
+            i64::from(compartment.depth)
+        ],
+    )?;
+    Ok(())
 }
 
 fn clear_history(tx: &Transaction<'_>, session_id: &str) -> Result<()> {

@@ -22,11 +22,16 @@ pub struct SideRequest {
 }
 
 /// The answer to a side request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SideAnswer {
     pub text: String,
     /// `provider/model` that answered.
     pub model: String,
+    /// What the request used, as the provider reported it.
+    pub usage: opencode_llm::Usage,
+    /// What it cost at the model's list prices (0 when a subscription pays, or prices are unknown).
+    /// The host has already added it to the session's totals.
+    pub cost: f64,
 }
 
 /// Completes side requests on the small model.

@@ -10,12 +10,14 @@ use futures_util::future::BoxFuture;
 use opencode_llm::LlmEvent;
 use opencode_llm::LlmRequest;
 use opencode_llm::Message;
+use opencode_llm::Usage;
 use opencode_plugin_host::SideAnswer;
 use opencode_plugin_host::SideModel;
 use opencode_plugin_host::SideRequest;
 use opencode_session_store::StoreError;
 
 use crate::error::RuntimeError;
+use crate::records::tokens;
 use crate::runtime::Inner;
 use crate::runtime::ModelChoice;
 use crate::store::blocking;
@@ -51,13 +53,22 @@ async fn complete(inner: &Arc<Inner>, request: SideRequest) -> Result<SideAnswer
     llm.http.headers = resolved.options.headers.clone();
     llm.generation.max_tokens = Some(request.max_output_tokens);
     let mut stream = inner.llm.stream(&resolved.route, &llm).await.map_err(RuntimeError::Provider)?;
-    let mut text = String::new();
+    let (mut text, mut usage) = (String::new(), Usage::default());
     while let Some(event) = stream.next().await {
         match event {
             LlmEvent::TextDelta { text: delta, .. } => text.push_str(&delta),
+            LlmEvent::Finish { usage: Some(reported), .. } => usage = reported,
             LlmEvent::Error { error } => return Err(RuntimeError::Provider(error)),
             _ => {}
         }
     }
-    Ok(SideAnswer { text, model: format!("{}/{}", small.provider, small.model) })
+    let prices = settings.catalog.model(&small.provider, &small.model)?.info.cost.clone();
+    // A subscription pays for its tokens, as on the session's own turns.
+    let cost = match (prices, resolved.signed_in()) {
+        (Some(prices), false) => opencode_catalog::cost::cost(&prices, &usage),
+        _ => 0.0,
+    };
+    let (store, id, counted) = (Arc::clone(&inner.store), session.id, tokens(&usage));
+    blocking(move || store.write(|tx| tx.add_side_usage(&id, cost, &counted))).await?;
+    Ok(SideAnswer { text, model: format!("{}/{}", small.provider, small.model), usage, cost })
 }

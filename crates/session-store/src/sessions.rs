@@ -352,6 +352,15 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Adds the usage of a request made for a session outside its messages (a plugin's call on the
+    /// small model) to the session's totals, so its cost is the whole bill; announces the new totals.
+    pub fn add_side_usage(&mut self, session_id: &str, cost: f64, tokens: &Tokens) -> Result<Session> {
+        self.add_session_usage(session_id, cost, &TokenDelta::between(&Tokens::default(), tokens))?;
+        let session = self.reader().session(session_id)?.ok_or_else(|| StoreError::not_found("session", session_id))?;
+        self.append_event(&session.id, EventKind::SessionUpdated, json!({ "info": session }))?;
+        Ok(session)
+    }
+
     /// Adds usage to a session's totals and bumps its activity time.
     pub(crate) fn add_session_usage(&mut self, session_id: &str, cost: f64, tokens: &TokenDelta) -> Result<()> {
         self.tx

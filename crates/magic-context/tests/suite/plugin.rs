@@ -234,18 +234,23 @@ impl opencode_plugin_host::SideModel for FakeSide {
             request.prompt.lines().filter_map(|line| line.strip_prefix('[')?.split(']').next()?.parse().ok()).collect();
         let (first, last) = (numbers.first().copied().unwrap_or(0), numbers.last().copied().unwrap_or(0));
         let text = self.fixed.map(str::to_owned).unwrap_or_else(|| {
-            format!("<compartments><compartment start=\"{first}\" end=\"{last}\" title=\"Summarised by the small model\">I fixed things.</compartment></compartments>")
+            format!(
+                "<compartments><compartment start=\"{first}\" end=\"{last}\" title=\"Summarised by the small model\">\
+                 <p1>I fixed things.</p1><p2>Fixed.</p2><p3>Fixed.</p3><p4>src/lib.rs</p4></compartment></compartments>\
+                 <facts><CONFIG_VALUES>* The staging port is 5433.</CONFIG_VALUES></facts>"
+            )
         });
         self.seen.lock().unwrap().push(request);
-        Box::pin(
-            async move { Ok(opencode_plugin_host::SideAnswer { text, model: "anthropic/claude-haiku-4-5".into() }) },
-        )
+        let usage = opencode_llm::Usage::from_exclusive(1_000, 0, 0, 200, 0);
+        let answer =
+            opencode_plugin_host::SideAnswer { text, model: "anthropic/claude-haiku-4-5".into(), usage, cost: 0.002 };
+        Box::pin(async move { Ok(answer) })
     }
 }
 
 /// Runs a pass over ten turns with `side` as the host's side model and returns m[1] after the
-/// historian published and a flushed pass.
-async fn history_through(side: Arc<FakeSide>) -> String {
+/// historian published and a flushed pass, and `/ctx-status` then.
+async fn history_through(side: Arc<FakeSide>) -> (String, String) {
     let data = tempfile::tempdir().unwrap();
     let section = json!({"context_limit": 60_000, "protected_user_turns": 1});
     let plugin = Arc::new(MagicContext::from_config(&config(Some(section)), data.path()).unwrap().unwrap());
@@ -270,26 +275,36 @@ async fn history_through(side: Arc<FakeSide>) -> String {
     plugin.flush("ses_1").unwrap();
     let mut next = raw;
     host.apply_transforms(&chat_input(), &mut next).await;
-    next.messages[1].text()
+    (next.messages[1].text(), plugin.status("ses_1").unwrap().unwrap().to_string())
 }
 
 #[tokio::test]
 async fn with_a_side_model_the_historian_asks_the_small_model() {
     let side = Arc::new(FakeSide { fixed: None, seen: std::sync::Mutex::new(Vec::new()) });
-    let m1 = history_through(Arc::clone(&side)).await;
+    let (m1, status) = history_through(Arc::clone(&side)).await;
     assert!(m1.contains("Summarised by the small model\nI fixed things."), "{m1}");
+    assert!(
+        m1.contains("<memory id=\"1\" category=\"CONFIG_VALUES\">The staging port is 5433.</memory>"),
+        "the answer's facts became project memories: {m1}"
+    );
+    assert!(status.ends_with("1 small-model call(s) (1000 tokens in, 200 out, $0.0020)"), "{status}");
     let seen = side.seen.lock().unwrap();
     assert_eq!(seen.len(), 1);
     assert_eq!((seen[0].purpose.as_str(), seen[0].session_id.as_str()), ("historian", "ses_1"));
     assert_eq!(seen[0].model, chat_input().model);
     assert_eq!(seen[0].system, opencode_magic_context::historian::SYSTEM);
-    assert!(seen[0].prompt.starts_with("<new_messages>\n[0] U: "), "{}", seen[0].prompt);
+    assert!(
+        seen[0].prompt.starts_with("<project_memory>\n</project_memory>\n<new_messages>\n[0] U: "),
+        "{}",
+        seen[0].prompt
+    );
 }
 
 #[tokio::test]
 async fn an_answer_that_breaks_the_rules_gives_way_to_the_digest() {
     let side = Arc::new(FakeSide { fixed: Some("Sorry, I cannot help."), seen: std::sync::Mutex::new(Vec::new()) });
-    let m1 = history_through(Arc::clone(&side)).await;
+    let (m1, status) = history_through(Arc::clone(&side)).await;
     assert_eq!(side.seen.lock().unwrap().len(), 1, "the small model was asked");
     assert!(m1.contains("\nU: "), "the digest was used instead: {m1}");
+    assert!(status.ends_with("1 small-model call(s) (1000 tokens in, 200 out, $0.0020)"), "its cost counts: {status}");
 }

@@ -334,8 +334,22 @@ fn state_from_a_newer_build_is_refused_with_its_reason() {
     let error = opencode_magic_context::Store::open(&path).err().unwrap();
     assert_eq!(
         error.to_string(),
-        "magic context state: stored value unreadable: schema version 99 is newer than this build understands (2); upgrade opencode"
+        "magic context state: stored value unreadable: schema version 99 is newer than this build understands (3); upgrade opencode"
     );
+}
+
+#[test]
+fn compartments_written_before_versions_existed_read_their_versions_from_their_text() {
+    let mut harness = Harness::new(config(200_000));
+    harness.pass(&history(8), 1_000, MODEL);
+    harness.engine.run_historian(SESSION, 2_000).unwrap();
+    let store = opencode_magic_context::Store::open(&harness.path()).unwrap();
+    let written = store.compartments(SESSION).unwrap();
+    let conn = rusqlite_connection(&harness.path());
+    conn.execute("UPDATE compartments SET p2 = NULL, p3 = NULL, p4 = NULL", []).unwrap();
+    let legacy = store.compartments(SESSION).unwrap();
+    assert!(!legacy.is_empty());
+    assert_eq!(legacy, written, "the digest's versions are what its text derives");
 }
 
 fn rusqlite_connection(path: &std::path::Path) -> rusqlite::Connection {
@@ -362,13 +376,18 @@ fn near_the_threshold_a_nudge_names_the_largest_old_outputs_once_per_growth_step
     assert_eq!(quiet.engine.nudge(SESSION).unwrap(), None, "no nudges without ctx_reduce");
 }
 
+fn digested(job: &opencode_magic_context::HistorianJob) -> opencode_magic_context::historian::Answer {
+    let compartments = opencode_magic_context::historian::digest(&job.rows, job.next_sequence);
+    opencode_magic_context::historian::Answer { compartments, facts: Vec::new() }
+}
+
 #[test]
 fn a_historian_job_gone_stale_meanwhile_publishes_nothing() {
     let mut harness = Harness::new(config(200_000));
     let raw = history(8);
     harness.pass(&raw, 1_000, MODEL);
     let job = harness.engine.historian_job(SESSION).unwrap().unwrap();
-    let digest = opencode_magic_context::historian::digest(&job.rows, job.next_sequence);
+    let digest = digested(&job);
     // The host reverts to the first turn while the historian works.
     let first_turn = raw.iter().skip(1).position(|m| m.role == Role::User).unwrap() + 1;
     harness.pass(&raw[..first_turn], 2_000, MODEL);
@@ -376,6 +395,6 @@ fn a_historian_job_gone_stale_meanwhile_publishes_nothing() {
     assert_eq!(harness.engine.status(SESSION).unwrap().unwrap().compartments, 0);
     harness.pass(&raw, 4_000, MODEL);
     let fresh = harness.engine.historian_job(SESSION).unwrap().unwrap();
-    let digest = opencode_magic_context::historian::digest(&fresh.rows, fresh.next_sequence);
+    let digest = digested(&fresh);
     assert!(harness.engine.publish_historian(&fresh, &digest, 5_000).unwrap() > 0);
 }

@@ -21,7 +21,6 @@ use opencode_plugin_host::ModelRef;
 use opencode_plugin_host::Plugin;
 use opencode_plugin_host::PluginHost;
 use opencode_plugin_host::Requirement;
-use opencode_plugin_host::SideAnswer;
 use opencode_plugin_host::SideModel;
 use opencode_plugin_host::SideRequest;
 use opencode_session_runtime::DrainOutcome;
@@ -67,7 +66,7 @@ async fn runtime(mock: &MockProvider, data: &std::path::Path, host: PluginHost, 
     host.ready().await.unwrap();
     let config: Config = serde_json::from_value(mock.opencode_config(json!({
         "compaction": {"reserved": 200, "preserve_recent_tokens": 1_000},
-        "provider": {"mock": {"models": {"m": {"limit": {"context": context, "output": 200}}}}}
+        "provider": {"mock": {"models": {"m": {"limit": {"context": context, "output": 200}, "cost": {"input": 3, "output": 15}}}}}
     })))
     .unwrap();
     let paths = Paths::under(data);
@@ -169,7 +168,14 @@ async fn plugins_get_the_runtime_as_their_side_model_on_the_small_model() {
         max_output_tokens: 500,
     };
     let answer = side.complete(request).await.unwrap();
-    assert_eq!(answer, SideAnswer { text: "<compartments/>".into(), model: "mock/m".into() });
+    assert_eq!((answer.text.as_str(), answer.model.as_str()), ("<compartments/>", "mock/m"));
+    assert_eq!((answer.usage.input_tokens, answer.usage.output_tokens), (100, 10));
+    // $3 / $15 per million tokens in and out.
+    let bill = (100.0 * 3.0 + 10.0 * 15.0) / 1e6;
+    assert!((answer.cost - bill).abs() < 1e-12, "{}", answer.cost);
+    let totals = runtime.session(&session.id).await.unwrap();
+    assert!((totals.cost - bill).abs() < 1e-12, "the session's cost counts the side call: {}", totals.cost);
+    assert_eq!((totals.tokens.input, totals.tokens.output), (100, 10));
     let sent = requests(&mock);
     assert_eq!(transcript(&sent[0]), ["system: You summarise.".to_owned(), "user: [0] U: hello".to_owned()]);
     let unknown = SideRequest { session_id: "ses_unknown".into(), ..side_request_template() };
