@@ -1,5 +1,5 @@
-//! `cargo xtask bench magic-context [--json] [--sessions N] [--turns N] [--longmemeval FILE
-//! [--limit N]]`: replays seeded
+//! `cargo xtask bench magic-context [--json] [--sessions N] [--turns N] [--baseline-ttl SECONDS]
+//! [--longmemeval FILE [--limit N]]`: replays seeded
 //! synthetic sessions three ways through a prompt-caching mock of Anthropic and reports cache
 //! hits, busts and their causes, overflow errors, fact retention and billed cost.
 //!
@@ -19,8 +19,12 @@
 //!
 //! Summaries are simulated deterministically (a digest of the compacted history capped at the
 //! summary budget, keeping its newest lines) and billed as a side call: the transcript as uncached
-//! input plus the summary as output. Magic Context's historian here is deterministic and costs
-//! nothing; a model historian would add its calls.
+//! input plus the summary as output, on the main model (as OpenCode compacts). Magic Context's
+//! historian publishes the deterministic digest, but is billed as the product's default would be
+//! billed, a call on the small model (Claude Haiku 4.5 list prices): its real prompt as uncached
+//! input, the four versions of each compartment as output. Those tokens are reported apart
+//! (`side_*`), since the small model's requests cannot read the main model's cache; their cost
+//! is in `cost_usd`.
 
 #[path = "support/sessions.rs"]
 mod sessions;
@@ -94,6 +98,9 @@ struct Totals {
     facts: u64,
     facts_retained: u64,
     facts_in_request: u64,
+    side_input: u64,
+    side_output: u64,
+    side_cost: f64,
 }
 
 impl Totals {
@@ -146,10 +153,16 @@ impl Totals {
         self.facts += other.facts;
         self.facts_retained += other.facts_retained;
         self.facts_in_request += other.facts_in_request;
+        self.side_input += other.side_input;
+        self.side_output += other.side_output;
+        self.side_cost += other.side_cost;
     }
 }
 
 /// List prices, dollars per million tokens: (input, output).
+/// Claude Haiku 4.5, the small model the historian runs on: dollars per million tokens in, out.
+const SMALL_MODEL_PRICES: (f64, f64) = (1.0, 5.0);
+
 fn prices(model: &str) -> (f64, f64) {
     if model.contains("opus") { (15.0, 75.0) } else { (3.0, 15.0) }
 }
@@ -185,13 +198,14 @@ struct Run {
 }
 
 impl Run {
-    fn new(mode: Mode, session: &Session) -> Result<Self, String> {
+    fn new(mode: Mode, session: &Session, baseline_ttl: u64) -> Result<Self, String> {
         let (engine, dir) = if mode == Mode::MagicContext {
             let dir = tempfile::tempdir().map_err(|err| format!("temp dir: {err}"))?;
             let store = Store::open(&dir.path().join("context.db")).map_err(|err| err.to_string())?;
             let config = MagicContextConfig {
                 context_limit: WINDOW,
                 overhead_tokens: overhead_tokens(),
+                baseline_cache_ttl_seconds: baseline_ttl,
                 ..MagicContextConfig::default()
             };
             (Some(Engine::new(config, store)), Some(dir))
@@ -286,12 +300,38 @@ impl Run {
             }
             // The historian runs out of band; here it finishes before the next request.
             if report.historian_due {
-                engine.run_historian(&self.session_id, self.now_ms).map_err(|err| err.to_string())?;
+                self.historian()?;
             }
         }
         let request = request(self.model, messages);
         let body = AnthropicMessages.encode(&request).map_err(|err| err.to_string())?;
         Ok((body, reason))
+    }
+
+    /// One historian run: the digest is published, billed as the small model's call would be.
+    fn historian(&mut self) -> Result<(), String> {
+        let Some(engine) = &mut self.engine else { return Ok(()) };
+        let Some(job) = engine.historian_job(&self.session_id).map_err(|err| err.to_string())? else {
+            return Ok(());
+        };
+        let compartments = historian::digest(&job.rows, job.next_sequence);
+        let tokens = opencode_magic_context::render::tokens;
+        let input = tokens(historian::SYSTEM) + tokens(&historian::prompt(&job.rows, &job.memories));
+        let output: u64 = compartments
+            .iter()
+            .map(|c| {
+                let v = &c.versions;
+                tokens(&v.full) + tokens(&v.condensed) + tokens(&v.outcome) + tokens(&v.anchor) + 40
+            })
+            .sum();
+        let side_cost = (input as f64 * SMALL_MODEL_PRICES.0 + output as f64 * SMALL_MODEL_PRICES.1) / 1_000_000.0;
+        self.totals.side_input += input;
+        self.totals.side_output += output;
+        self.totals.side_cost += side_cost;
+        self.totals.cost += side_cost;
+        let answer = historian::Answer { compartments, facts: Vec::new() };
+        engine.publish_historian(&job, &answer, self.now_ms).map_err(|err| err.to_string())?;
+        Ok(())
     }
 
     fn prompt_tokens(&self, messages: &[Message]) -> Result<u64, String> {
@@ -557,10 +597,13 @@ struct Args {
     turns: usize,
     longmemeval: Option<String>,
     limit: usize,
+    /// Magic Context's `baseline_cache_ttl_seconds` (300 turns the hour-long m[0] breakpoint off).
+    baseline_ttl: u64,
 }
 
 fn args() -> Args {
-    let mut args = Args { json: false, sessions: 8, turns: 50, longmemeval: None, limit: 5 };
+    let baseline_ttl = MagicContextConfig::default().baseline_cache_ttl_seconds;
+    let mut args = Args { json: false, sessions: 8, turns: 50, longmemeval: None, limit: 5, baseline_ttl };
     let mut iter = std::env::args().skip(1);
     while let Some(arg) = iter.next() {
         match arg.as_str() {
@@ -569,6 +612,9 @@ fn args() -> Args {
             "--turns" => args.turns = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.turns),
             "--longmemeval" => args.longmemeval = iter.next(),
             "--limit" => args.limit = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.limit),
+            "--baseline-ttl" => {
+                args.baseline_ttl = iter.next().and_then(|n| n.parse().ok()).unwrap_or(args.baseline_ttl);
+            }
             _ => {}
         }
     }
@@ -594,6 +640,9 @@ fn line(mode: Mode, session: &str, totals: &Totals) -> serde_json::Value {
         "facts_retained_ratio": round(totals.retained()),
         "facts_in_request_ratio": round(totals.in_request()),
         "cost_usd": round(totals.cost),
+        "side_input_tokens": totals.side_input,
+        "side_output_tokens": totals.side_output,
+        "side_cost_usd": round(totals.side_cost),
         "peak_context": totals.peak(),
         "p95_context": totals.p95(),
     })
@@ -624,7 +673,7 @@ fn run() -> Result<(), String> {
     let mut rows = Vec::new();
     for session in &sessions {
         for (index, mode) in modes.iter().enumerate() {
-            let totals = Run::new(*mode, session)?.replay(session)?;
+            let totals = Run::new(*mode, session, args.baseline_ttl)?.replay(session)?;
             overall[index].add(&totals);
             rows.push((*mode, session.name.clone(), totals));
         }
@@ -676,11 +725,14 @@ fn run() -> Result<(), String> {
     for (mode, totals) in modes.iter().zip(&overall) {
         println!("{} bust causes: {:?}, tokens they wrote: {:?}", mode.name(), totals.causes, totals.rewritten);
         println!(
-            "{} tokens: input {}, cache writes {}, cache reads {}",
+            "{} tokens: input {}, cache writes {}, cache reads {}; small model: {} in, {} out, ${:.2}",
             mode.name(),
             totals.input,
             totals.creation,
-            totals.read
+            totals.read,
+            totals.side_input,
+            totals.side_output,
+            totals.side_cost
         );
     }
     println!("transform pass p50 at ~1,000 messages: {p50:.3} ms ({samples} passes)");

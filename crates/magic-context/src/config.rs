@@ -18,6 +18,10 @@ pub struct MagicContextConfig {
     /// The provider's cache lifetime in seconds: an idle gap longer than this means the cache is
     /// already dead, so pending work runs for free.
     pub cache_ttl_seconds: u64,
+    /// The lifetime asked for the baseline's breakpoint (m[0], and the system prompt and tools
+    /// before it): 3600 keeps the stable prefix cached across pauses of up to an hour, at twice
+    /// the base price for its (rare) writes instead of 1.25 times; `cache_ttl_seconds` turns it off.
+    pub baseline_cache_ttl_seconds: u64,
     /// Usage (percent of the context window) from which a pass executes pending work.
     pub execute_threshold_percentage: u8,
     /// The context window in tokens assumed when the embedder gives no per-model limit.
@@ -42,6 +46,7 @@ impl Default for MagicContextConfig {
             enabled: true,
             ctx_reduce_enabled: true,
             cache_ttl_seconds: 300,
+            baseline_cache_ttl_seconds: 3600,
             execute_threshold_percentage: 65,
             context_limit: 200_000,
             protected_tags: 20,
@@ -90,6 +95,12 @@ impl MagicContextConfig {
                 self.context_limit
             )));
         }
+        if !(self.cache_ttl_seconds..=3600).contains(&self.baseline_cache_ttl_seconds) {
+            return Err(Error::Config(format!(
+                "baseline_cache_ttl_seconds must be from cache_ttl_seconds ({}) to 3600, got {}",
+                self.cache_ttl_seconds, self.baseline_cache_ttl_seconds
+            )));
+        }
         if !(0.01..=0.5).contains(&self.history_budget_percentage) {
             return Err(Error::Config("history_budget_percentage must be within 0.01..=0.5".into()));
         }
@@ -98,6 +109,10 @@ impl MagicContextConfig {
 
     pub(crate) fn ttl_ms(&self) -> u64 {
         self.cache_ttl_seconds.saturating_mul(1000)
+    }
+
+    pub(crate) fn baseline_ttl_ms(&self) -> u64 {
+        self.baseline_cache_ttl_seconds.saturating_mul(1000)
     }
 }
 
@@ -126,6 +141,11 @@ mod tests {
     fn bad_values_are_one_line_errors() {
         let error = MagicContextConfig::from_section(Some(&json!({"execute_threshold_percentage": 99}))).unwrap_err();
         assert_eq!(error.to_string(), "magic_context config: execute_threshold_percentage must be 20..=90, got 99");
+        let error = MagicContextConfig::from_section(Some(&json!({"baseline_cache_ttl_seconds": 7200}))).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "magic_context config: baseline_cache_ttl_seconds must be from cache_ttl_seconds (300) to 3600, got 7200"
+        );
         let error = MagicContextConfig::from_section(Some(&json!({"ttl": 3}))).unwrap_err();
         assert!(error.to_string().starts_with("magic_context config: unknown field `ttl`"), "{error}");
     }

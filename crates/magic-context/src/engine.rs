@@ -7,6 +7,11 @@
 //! free or forced: the provider cache is already dead (first render, model switch, idle past the
 //! cache lifetime, history rewritten under us), `/ctx-flush` asked, or usage crossed the execute
 //! threshold at a turn start (or the 85% force line anywhere).
+//!
+//! The cache has two lifetimes: m[0]'s breakpoint (and the system prompt and tools before it)
+//! asks for the baseline lifetime (an hour by default), everything after it for the provider's
+//! default (five minutes). After a pause between the two, only what follows m[0] is dead: the
+//! pass executes SOFT for free and keeps m[0], whose prefix is still cached.
 
 use std::collections::HashMap;
 use std::collections::HashSet;
@@ -47,6 +52,26 @@ pub const NUDGE_INTERVAL: u64 = 10_000;
 const RECLAIM_TARGET: u64 = 40;
 /// Usage (percent) from which a pass that busts for free (dead cache, flush) also reclaims.
 const RECLAIM_WHEN_FREE: f64 = 50.0;
+
+/// How much of the provider's cache is already gone when a pass starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expired {
+    /// Everything, m[0] included (`first_render`, `history_rewritten`, `model_switch`,
+    /// `ttl_expired`): a HARD fold costs nothing extra.
+    All(&'static str),
+    /// What follows m[0] (`tail_expired`: idle past the default lifetime, within the baseline's):
+    /// a SOFT pass costs nothing extra, a HARD one would.
+    AfterBaseline,
+}
+
+impl Expired {
+    fn reason(self) -> &'static str {
+        match self {
+            Self::All(reason) => reason,
+            Self::AfterBaseline => "tail_expired",
+        }
+    }
+}
 
 /// Who is asking for a pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,8 +123,8 @@ impl Materialized {
 pub struct PassReport {
     pub decision: Decision,
     pub materialized: Materialized,
-    /// Why the pass executed (`ttl_expired`, `model_switch`, `first_render`, `history_rewritten`,
-    /// `flush`, `pressure`, `emergency`) or, for a HARD fold on a live cache, why m[0] changed.
+    /// Why the pass executed (`ttl_expired`, `tail_expired`, `model_switch`, `first_render`,
+    /// `history_rewritten`, `flush`, `pressure`, `emergency`) or, for a HARD fold on a live cache, why m[0] changed.
     /// Empty on a defer pass.
     pub reason: String,
     /// Estimated prompt tokens of the transformed messages (plus the configured overhead).
@@ -123,9 +148,11 @@ pub struct Status {
     pub boundary: usize,
     pub m0_tokens: u64,
     pub m1_tokens: u64,
-    /// When the session's last request was sent, and how long the provider keeps its cache.
+    /// When the session's last request was sent, and how long the provider keeps its cache:
+    /// the tail after m[0], and m[0] with what precedes it.
     pub last_request_ms: Option<u64>,
     pub ttl_ms: u64,
+    pub baseline_ttl_ms: u64,
     /// The latest executing pass: (pass, slot re-rendered `none`/`soft`/`hard`, its cause).
     pub last_execute: Option<(u64, String, String)>,
     /// Calls made on the small model for this session: (count, tokens in, tokens out, cost).
@@ -140,8 +167,15 @@ impl Status {
             None => "cache: no request sent yet".to_owned(),
             Some(last) => {
                 let idle = now_ms.saturating_sub(last);
-                let verdict = if idle > self.ttl_ms { "expired" } else { "warm" };
-                format!("cache: {verdict} (last request {} s ago, TTL {} s)", idle / 1000, self.ttl_ms / 1000)
+                let verdict = if idle > self.baseline_ttl_ms {
+                    "expired"
+                } else if idle > self.ttl_ms {
+                    "warm up to m[0] only"
+                } else {
+                    "warm"
+                };
+                let (ttl, baseline) = (self.ttl_ms / 1000, self.baseline_ttl_ms / 1000);
+                format!("cache: {verdict} (last request {} s ago, TTL {ttl} s, m[0] {baseline} s)", idle / 1000)
             }
         }
     }
@@ -300,12 +334,18 @@ impl Engine {
         let new_from = state.marks.len();
         let tags_from = state.tags.len();
         let raw = tag_new(state, messages, new_from);
-        let dead = self.dead_cache_reason(state, input, first, rewritten);
+        let expired = self.expired(state, input, first, rewritten);
         let flush = state.meta.flush_pending;
         let usage = self.usage(state);
         let percentage = self.percentage(state, usage);
         let at_turn_start = messages.last().is_some_and(|message| message.role == Role::User);
-        let reason = execute_reason(dead, flush, percentage, self.config.execute_threshold_percentage, at_turn_start);
+        let reason = execute_reason(
+            expired.map(Expired::reason),
+            flush,
+            percentage,
+            self.config.execute_threshold_percentage,
+            at_turn_start,
+        );
         let mut report = PassReport {
             decision: Decision::Defer,
             materialized: Materialized::None,
@@ -317,7 +357,7 @@ impl Engine {
         };
         let mut newly_dropped = Vec::new();
         if let Some(reason) = reason {
-            let (materialized, why, dropped) = self.execute(state, reason, dead.is_some(), rewritten)?;
+            let (materialized, why, dropped) = self.execute(state, reason, expired, rewritten)?;
             (report.decision, report.materialized, report.reason) = (Decision::Execute, materialized, why);
             report.dropped_now = dropped.len();
             newly_dropped = dropped;
@@ -339,21 +379,31 @@ impl Engine {
         self.store.save_pass(state, &raw, truncated, tags_from, &newly_dropped, &decision)?;
         report.historian_due = self.historian_due(state, percentage);
         report.block = self.percentage(state, report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
-        render_messages(state, messages, self.config.ctx_reduce_enabled);
+        let baseline_ttl = (self.config.baseline_cache_ttl_seconds > self.config.cache_ttl_seconds)
+            .then(|| u32::try_from(self.config.baseline_cache_ttl_seconds).unwrap_or(u32::MAX));
+        render_messages(state, messages, self.config.ctx_reduce_enabled, baseline_ttl);
         Ok(report)
     }
 
     /// An executing pass: commits drops, re-renders the slots, and reclaims when under pressure or
     /// when the bust is free anyway and usage is high. Returns what was re-rendered, the
     /// attributed reason and the newly dropped tags.
+    ///
+    /// When the cache is already gone the rewrite costs the same however the history is laid
+    /// out, so the eligible raw history is folded into compartments first (the historian's
+    /// digest: deterministic, no model call): this request and the ones after it carry less.
     fn execute(
         &mut self,
         state: &mut SessionState,
         reason: &str,
-        dead: bool,
+        expired: Option<Expired>,
         rewritten: bool,
     ) -> Result<(Materialized, String, Vec<u32>)> {
         let mut dropped = self.commit_drops(state);
+        if expired.is_some() && !rewritten {
+            self.fold_eligible(state)?;
+        }
+        let dead = matches!(expired, Some(Expired::All(_)));
         let (materialized, live_fold) = self.materialize(state, dead, rewritten)?;
         let pressed = reason == "pressure" || reason == "emergency";
         if pressed || self.percentage(state, self.usage(state)) >= RECLAIM_WHEN_FREE {
@@ -368,25 +418,37 @@ impl Engine {
         Ok((materialized, why, dropped))
     }
 
-    /// Why the provider's cache is already gone, if it is: then executing costs nothing extra.
-    fn dead_cache_reason(
-        &self,
-        state: &SessionState,
-        input: &PassInput,
-        first: bool,
-        rewritten: bool,
-    ) -> Option<&'static str> {
+    /// How much of the provider's cache is already gone, if any: executing that far costs
+    /// nothing extra.
+    fn expired(&self, state: &SessionState, input: &PassInput, first: bool, rewritten: bool) -> Option<Expired> {
         if first {
-            return Some("first_render");
+            return Some(Expired::All("first_render"));
         }
         if rewritten {
-            return Some("history_rewritten");
+            return Some(Expired::All("history_rewritten"));
         }
         if state.meta.model_key != input.model_key {
-            return Some("model_switch");
+            return Some(Expired::All("model_switch"));
         }
-        let idle = state.meta.last_request_ms.map(|last| input.now_ms.saturating_sub(last));
-        idle.filter(|idle| *idle > self.config.ttl_ms()).map(|_| "ttl_expired")
+        let idle = input.now_ms.saturating_sub(state.meta.last_request_ms?);
+        if idle > self.config.ttl_ms().max(self.config.baseline_ttl_ms()) {
+            Some(Expired::All("ttl_expired"))
+        } else {
+            (idle > self.config.ttl_ms()).then_some(Expired::AfterBaseline)
+        }
+    }
+
+    /// Digests the history the historian may summarise now into compartments, in the pass.
+    fn fold_eligible(&mut self, state: &SessionState) -> Result<()> {
+        let covered = self.covered(state);
+        let Some((start, end)) = historian::eligible(state, covered, self.config.protected_user_turns) else {
+            return Ok(());
+        };
+        let rows = self.store.raw_range(&state.session_id, start, end)?;
+        let next = self.store.compartments(&state.session_id)?.last().map_or(1, |last| last.sequence + 1);
+        let compartments = historian::digest(&rows, next);
+        let at_ms = state.meta.last_request_ms.unwrap_or_default();
+        self.store.publish_compartments(&state.session_id, &compartments, &[], &state.project, at_ms)
     }
 
     /// Estimated tokens of what the next request carries: overhead, both slots, the raw tail
@@ -693,6 +755,7 @@ impl Engine {
             m1_tokens: render::tokens(&state.meta.m1),
             last_request_ms: state.meta.last_request_ms,
             ttl_ms: self.config.ttl_ms(),
+            baseline_ttl_ms: self.config.baseline_ttl_ms().max(self.config.ttl_ms()),
             last_execute: self.store.last_execute(session_id)?,
             side_calls: self.store.side_totals(session_id)?,
         }))
@@ -869,7 +932,7 @@ fn placeholder_tokens(number: u32) -> u64 {
 
 /// Replaces the raw messages by the request the provider sees: m[0], m[1], then the raw tail
 /// after the boundary with tags and committed drops applied.
-fn render_messages(state: &SessionState, messages: &mut Vec<Message>, tag_prefixes: bool) {
+fn render_messages(state: &SessionState, messages: &mut Vec<Message>, tag_prefixes: bool, baseline_ttl: Option<u32>) {
     let boundary = state.meta.boundary.min(messages.len());
     messages.drain(..boundary);
     for (offset, message) in messages.iter_mut().enumerate() {
@@ -884,15 +947,16 @@ fn render_messages(state: &SessionState, messages: &mut Vec<Message>, tag_prefix
             number += 1;
         }
     }
-    messages.splice(0..0, [slot(&state.meta.m0), slot(&state.meta.m1)]);
+    messages.splice(0..0, [slot(&state.meta.m0, baseline_ttl), slot(&state.meta.m1, None)]);
 }
 
-fn slot(text: &str) -> Message {
+/// A history slot with its breakpoint: `ttl_seconds` asks for a longer lifetime than the default.
+fn slot(text: &str, ttl_seconds: Option<u32>) -> Message {
     Message {
         role: Role::User,
         content: vec![ContentPart::Text {
             text: text.to_owned(),
-            cache: Some(CacheHint::default()),
+            cache: Some(CacheHint { ttl_seconds }),
             provider_metadata: None,
         }],
     }

@@ -823,7 +823,8 @@ mod tests {
         request.system[0].cache = Some(CacheHint { ttl_seconds: Some(3600) });
         let body = BedrockConverse.encode(&request).unwrap();
         assert_eq!(body["system"], json!([{"text": "sys"}, {"cachePoint": {"type": "default", "ttl": "1h"}}]));
-        assert_eq!(body["toolConfig"]["tools"][1], json!({"cachePoint": {"type": "default"}}));
+        // The tools come before the system prompt, so their breakpoint takes its longer lifetime.
+        assert_eq!(body["toolConfig"]["tools"][1], json!({"cachePoint": {"type": "default", "ttl": "1h"}}));
         assert_eq!(
             body["messages"],
             json!([{"role": "user", "content": [{"text": "hi"}, {"cachePoint": {"type": "default"}}]}])

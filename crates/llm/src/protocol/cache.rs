@@ -8,6 +8,10 @@
 //! earliest first: a later breakpoint's prefix contains an earlier one's, while the latest turn's
 //! breakpoint is what lets the next request read the conversation. Hints set on parts beyond the
 //! limit are dropped from the end.
+//!
+//! Anthropic requires longer lifetimes first: a one-hour breakpoint may not follow a five-minute
+//! one. So a breakpoint before a longer-lived one takes its lifetime (the longer entry covers the
+//! shorter one's prefix anyway; only its write price changes).
 
 use crate::CacheHint;
 use crate::CachePolicy;
@@ -42,7 +46,22 @@ impl CachePlan {
             let explicit = plan.count();
             plan.add_automatic(request, MAX_BREAKPOINTS.saturating_sub(explicit));
         }
+        plan.order_lifetimes();
         plan
+    }
+
+    /// Raises each breakpoint's lifetime to the longest of those after it.
+    fn order_lifetimes(&mut self) {
+        let mut longest: Option<u32> = None;
+        let slots = self.tools.iter_mut().chain(self.system.iter_mut()).chain(self.messages.iter_mut().flatten());
+        let mut slots: Vec<&mut CacheHint> = slots.filter_map(Option::as_mut).collect();
+        for hint in slots.iter_mut().rev() {
+            match (hint.ttl_seconds, longest) {
+                (Some(own), Some(later)) if own >= later => longest = Some(own),
+                (_, Some(later)) => hint.ttl_seconds = Some(later),
+                (own, None) => longest = own,
+            }
+        }
     }
 
     pub fn tool(&self, index: usize) -> Option<&CacheHint> {
@@ -121,6 +140,24 @@ mod tests {
         assert_eq!(plan.system, vec![None, Some(CacheHint::default())]);
         assert!(plan.part(0, 0).is_none());
         assert!(plan.part(2, 0).is_some());
+    }
+
+    #[test]
+    fn a_breakpoint_before_a_longer_lived_one_takes_its_lifetime() {
+        let hour = Some(CacheHint { ttl_seconds: Some(3600) });
+        let mut baseline = Message::user("baseline");
+        if let ContentPart::Text { cache, .. } = &mut baseline.content[0] {
+            cache.clone_from(&hour);
+        }
+        let request = LlmRequest::new("m")
+            .system("s")
+            .tool(ToolDefinition::new("t", "", serde_json::json!({})))
+            .message(baseline)
+            .message(Message::user("latest"));
+        let plan = CachePlan::for_request(&request);
+        assert_eq!((plan.tool(0), plan.system(0)), (hour.as_ref(), hour.as_ref()));
+        assert_eq!(plan.part(0, 0), hour.as_ref());
+        assert_eq!(plan.part(1, 0), Some(&CacheHint::default()), "a later breakpoint keeps its shorter lifetime");
     }
 
     #[test]

@@ -140,13 +140,31 @@ fn hard_folds_m0_when_the_cache_is_already_dead() {
     let raw = history(8);
     harness.pass(&raw, 1_000, MODEL);
     harness.engine.run_historian(SESSION, 2_000).unwrap();
-    // Idle past the cache lifetime: folding is free.
-    let (idle, report) = harness.pass(&raw, 1_000 + 301_000, MODEL);
+    // Idle past the baseline's lifetime: the whole cache is gone, folding is free.
+    let (idle, report) = harness.pass(&raw, 1_000 + 3_601_000, MODEL);
     assert_eq!((report.materialized, report.reason.as_str()), (Materialized::Hard, "ttl_expired"));
     assert!(text(&idle[0]).contains("## 0-"));
     assert_eq!(text(&idle[1]), EMPTY_M1);
-    let (_, switched) = harness.pass(&raw, 400_000, "anthropic/claude-opus-4-1");
+    let (_, switched) = harness.pass(&raw, 3_700_000, "anthropic/claude-opus-4-1");
     assert_eq!((switched.materialized, switched.reason.as_str()), (Materialized::Hard, "model_switch"));
+}
+
+#[test]
+fn after_a_pause_within_the_baselines_lifetime_m0_stays_and_the_dead_tail_is_folded() {
+    let mut harness = Harness::new(config(200_000));
+    let raw = history(8);
+    let (first, _) = harness.pass(&raw, 1_000, MODEL);
+    assert_eq!(first[0].content[0].cache_hint().and_then(|hint| hint.ttl_seconds), Some(3_600));
+    assert_eq!(first[1].content[0].cache_hint().and_then(|hint| hint.ttl_seconds), None);
+    // Ten minutes idle: the five-minute entries after m[0] are gone, m[0]'s hour-long one is not.
+    let (idle, report) = harness.pass(&raw, 1_000 + 600_000, MODEL);
+    assert_eq!(
+        (report.decision, report.materialized, report.reason.as_str()),
+        (Decision::Execute, Materialized::Soft, "tail_expired")
+    );
+    assert_eq!(bytes(&idle[..1]), bytes(&first[..1]), "m[0] is replayed byte for byte");
+    assert!(text(&idle[1]).contains("## 0-"), "the eligible history was folded into m[1]: {}", text(&idle[1]));
+    assert!(idle.len() < first.len());
 }
 
 #[test]
