@@ -9,6 +9,8 @@
 //! saves heading tokens, so it waits for the next fold that happens anyway (cache expired, model
 //! switch, an outgrown m[1]).
 
+use crate::historian::CONDENSED_CHARS;
+use crate::historian::OUTCOME_CHARS;
 use crate::historian::clip;
 use crate::render;
 use crate::store::Compartment;
@@ -21,8 +23,6 @@ const GRACE: usize = 10;
 /// A compartment made by this many merges is not merged again.
 const MAX_DEPTH: u8 = 5;
 const TITLE_CHARS: usize = 120;
-const CONDENSED_CHARS: usize = 1_200;
-const OUTCOME_CHARS: usize = 420;
 
 /// The merge to make now, if any: the oldest run of at least two adjacent archived compartments
 /// (at the pressure `budget` puts on the history) outside the newest [`GRACE`], each already in

@@ -32,8 +32,8 @@ const USER_CHARS: usize = 600;
 const ANSWER_CHARS: usize = 240;
 const CALL_CHARS: usize = 160;
 /// The condensed version is cut here, the outcome version there.
-const CONDENSED_CHARS: usize = 1_200;
-const OUTCOME_CHARS: usize = 420;
+pub(crate) const CONDENSED_CHARS: usize = 1_200;
+pub(crate) const OUTCOME_CHARS: usize = 420;
 /// At most this many anchors in a p4.
 const ANCHORS: usize = 8;
 
