@@ -10,11 +10,9 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::CreatedTime;
 use opencode_session_store::Delivery;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::ModelRef;
 use opencode_session_store::Part;
@@ -201,25 +199,12 @@ fn reply_message(
     now: i64,
     text: &str,
 ) -> MessageWithParts {
-    let id = id::ascending(IdKind::Message);
-    let info = MessageInfo::Assistant(AssistantMessage {
-        id: id.clone(),
-        session_id: session.id.clone(),
-        time: AssistantTime { created: now, completed: Some(now) },
-        error: None,
-        parent_id: parent.to_owned(),
-        model_id: model.1.clone(),
-        provider_id: model.0.clone(),
-        mode: agent.to_owned(),
-        agent: agent.to_owned(),
-        path: MessagePath { cwd: session.directory.clone(), root: session.directory.clone() },
-        summary: None,
-        cost: 0.0,
-        tokens: Tokens::default(),
-        structured: None,
-        variant: None,
-        finish: Some("stop".to_owned()),
-    });
+    let model = ModelRef { provider_id: model.0.clone(), model_id: model.1.clone(), variant: None };
+    let mut answer = AssistantMessage::new(&session.id, parent, agent, &model, &session.directory, now);
+    answer.time.completed = Some(now);
+    answer.finish = Some("stop".to_owned());
+    let id = answer.id.clone();
+    let info = MessageInfo::Assistant(answer);
     let part =
         |kind| Part { id: id::ascending(IdKind::Part), session_id: session.id.clone(), message_id: id.clone(), kind };
     let parts = vec![

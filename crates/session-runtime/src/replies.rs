@@ -5,15 +5,12 @@
 use std::sync::Arc;
 
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::CreatedTime;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::ModelRef;
 use opencode_session_store::PartKind;
 use opencode_session_store::Session;
-use opencode_session_store::Tokens;
 use opencode_session_store::UserMessage;
 use opencode_session_store::id;
 use opencode_session_store::id::IdKind;
@@ -42,24 +39,9 @@ pub(crate) async fn record(inner: &Inner, session: Session, asked: String, answe
         system: None,
         tools: None,
     };
-    let reply = AssistantMessage {
-        id: id::ascending(IdKind::Message),
-        session_id: session.id.clone(),
-        time: AssistantTime { created: now, completed: Some(now) },
-        error: None,
-        parent_id: user.id.clone(),
-        model_id: model.model_id,
-        provider_id: model.provider_id,
-        mode: agent.name.clone(),
-        agent: agent.name.clone(),
-        path: MessagePath { cwd: session.directory.clone(), root: session.directory.clone() },
-        summary: None,
-        cost: 0.0,
-        tokens: Tokens::default(),
-        structured: None,
-        variant: None,
-        finish: Some("stop".to_owned()),
-    };
+    let mut reply = AssistantMessage::new(&session.id, &user.id, &agent.name, &model, &session.directory, now);
+    reply.time.completed = Some(now);
+    reply.finish = Some("stop".to_owned());
     let text = |text: String| PartKind::Text { text, synthetic: None, ignored: None, time: None, metadata: None };
     let asked = new_part(&session.id, &user.id, text(asked));
     let answer = new_part(&session.id, &reply.id, text(answer));

@@ -17,13 +17,10 @@
 use std::sync::Arc;
 
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::Part;
 use opencode_session_store::PartKind;
 use opencode_session_store::Session;
-use opencode_session_store::Tokens;
 use opencode_session_store::ToolStartTime;
 use opencode_session_store::ToolState;
 use opencode_session_store::Tx;
@@ -236,24 +233,7 @@ fn tool_result(outcome: std::result::Result<SubagentResult, ToolError>, title: S
 /// The assistant message holding the subtask's `task` part: the subtask's agent, the user
 /// message's model (so the session's Context Epoch sees no model switch).
 fn assistant(directory: &str, user: &UserMessage, agent: &str) -> AssistantMessage {
-    AssistantMessage {
-        id: id::ascending(IdKind::Message),
-        session_id: user.session_id.clone(),
-        time: AssistantTime { created: now_ms(), completed: None },
-        error: None,
-        parent_id: user.id.clone(),
-        model_id: user.model.model_id.clone(),
-        provider_id: user.model.provider_id.clone(),
-        mode: agent.to_owned(),
-        agent: agent.to_owned(),
-        path: MessagePath { cwd: directory.to_owned(), root: directory.to_owned() },
-        summary: None,
-        cost: 0.0,
-        tokens: Tokens::default(),
-        structured: None,
-        variant: user.model.variant.clone(),
-        finish: None,
-    }
+    AssistantMessage::new(&user.session_id, &user.id, agent, &user.model, directory, now_ms())
 }
 
 /// Settles the part and completes the message in one transaction (then flushes); for a command's

@@ -291,6 +291,38 @@ pub struct AssistantMessage {
     pub finish: Option<String>,
 }
 
+impl AssistantMessage {
+    /// A new assistant message (fresh id) answering `parent_id` as `agent` on `model`, working in
+    /// `directory`: started at `created`, not finished, nothing spent yet.
+    pub fn new(
+        session_id: &str,
+        parent_id: &str,
+        agent: &str,
+        model: &ModelRef,
+        directory: &str,
+        created: i64,
+    ) -> Self {
+        Self {
+            id: crate::id::ascending(crate::id::IdKind::Message),
+            session_id: session_id.to_owned(),
+            time: AssistantTime { created, completed: None },
+            error: None,
+            parent_id: parent_id.to_owned(),
+            model_id: model.model_id.clone(),
+            provider_id: model.provider_id.clone(),
+            mode: agent.to_owned(),
+            agent: agent.to_owned(),
+            path: MessagePath { cwd: directory.to_owned(), root: directory.to_owned() },
+            summary: None,
+            cost: 0.0,
+            tokens: Tokens::default(),
+            structured: None,
+            variant: model.variant.clone(),
+            finish: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssistantTime {
     pub created: i64,

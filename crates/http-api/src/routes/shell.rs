@@ -9,16 +9,13 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::CreatedTime;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::MessageWithParts;
 use opencode_session_store::ModelRef;
 use opencode_session_store::Part;
 use opencode_session_store::PartKind;
 use opencode_session_store::Session;
-use opencode_session_store::Tokens;
 use opencode_session_store::ToolEndTime;
 use opencode_session_store::ToolState;
 use opencode_session_store::UserMessage;
@@ -180,7 +177,6 @@ fn records(
     (started, ended): (i64, i64),
 ) -> Records {
     let user_id = body.message_id.clone().unwrap_or_else(|| id::ascending(IdKind::Message));
-    let assistant_id = id::ascending(IdKind::Message);
     let part = |message: &str, kind: PartKind| Part {
         id: id::ascending(IdKind::Part),
         session_id: session.id.clone(),
@@ -200,24 +196,10 @@ fn records(
     };
     let note =
         PartKind::Text { text: NOTE.to_owned(), synthetic: Some(true), ignored: None, time: None, metadata: None };
-    let assistant = AssistantMessage {
-        id: assistant_id.clone(),
-        session_id: session.id.clone(),
-        time: AssistantTime { created: started, completed: Some(ended) },
-        error: None,
-        parent_id: user_id.clone(),
-        model_id: model.model_id.clone(),
-        provider_id: model.provider_id.clone(),
-        mode: body.agent.clone(),
-        agent: body.agent.clone(),
-        path: MessagePath { cwd: session.directory.clone(), root: root.to_owned() },
-        summary: None,
-        cost: 0.0,
-        tokens: Tokens::default(),
-        structured: None,
-        variant: model.variant,
-        finish: None,
-    };
+    let mut assistant = AssistantMessage::new(&session.id, &user_id, &body.agent, &model, &session.directory, started);
+    assistant.time.completed = Some(ended);
+    assistant.path.root = root.to_owned();
+    let assistant_id = assistant.id.clone();
     let call = PartKind::Tool {
         call_id: id::ascending(IdKind::Part).replacen("prt", "call", 1),
         tool: "bash".to_owned(),

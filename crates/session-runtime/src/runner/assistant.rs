@@ -4,14 +4,9 @@
 use std::sync::Arc;
 
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::MessageError;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::PartKind;
-use opencode_session_store::Tokens;
-use opencode_session_store::id;
-use opencode_session_store::id::IdKind;
 use opencode_tool_registry::Agent;
 
 use crate::fold::Streamed;
@@ -37,25 +32,13 @@ impl Runner {
         let session = self.session().await?;
         let snapshots = self.inner.snapshots(&session);
         let before = snapshots::track(snapshots.as_ref()).await;
-        let location = session.directory;
-        let message = AssistantMessage {
-            id: id::ascending(IdKind::Message),
-            session_id: self.session_id.clone(),
-            time: AssistantTime { created: now_ms(), completed: None },
-            error: None,
-            parent_id: parent,
-            model_id: model.resolved.model.clone(),
+        let model = ModelRef {
             provider_id: model.resolved.provider.clone(),
-            mode: agent.name.clone(),
-            agent: agent.name.clone(),
-            path: MessagePath { cwd: location.clone(), root: location },
-            summary: None,
-            cost: 0.0,
-            tokens: Tokens::default(),
-            structured: None,
+            model_id: model.resolved.model.clone(),
             variant: None,
-            finish: None,
         };
+        let message =
+            AssistantMessage::new(&self.session_id, &parent, &agent.name, &model, &session.directory, now_ms());
         let step = new_part(&self.session_id, &message.id, PartKind::StepStart { snapshot: before.clone() });
         let store = Arc::clone(&self.inner.store);
         let info = MessageInfo::Assistant(message.clone());

@@ -9,10 +9,8 @@ use opencode_llm::LlmRequest;
 use opencode_llm::Message;
 use opencode_llm::Usage;
 use opencode_session_store::AssistantMessage;
-use opencode_session_store::AssistantTime;
 use opencode_session_store::EventKind;
 use opencode_session_store::MessageInfo;
-use opencode_session_store::MessagePath;
 use opencode_session_store::ModelRef;
 use opencode_session_store::PartKind;
 use opencode_session_store::StoreError;
@@ -260,25 +258,16 @@ impl Checkpoint {
                 metadata: Some(json!({history::RECENT_CONTEXT: true})),
             },
         ))?;
-        let summary_id = id::ascending(IdKind::Message);
-        tx.append_message(&MessageInfo::Assistant(AssistantMessage {
-            id: summary_id.clone(),
-            session_id: session.clone(),
-            time: AssistantTime { created: self.started.min(now), completed: Some(now) },
-            error: None,
-            parent_id: user_id.clone(),
-            model_id: self.model.model_id.clone(),
-            provider_id: self.model.provider_id.clone(),
-            mode: "compaction".into(),
-            agent: "compaction".into(),
-            path: MessagePath { cwd: self.directory.clone(), root: self.directory.clone() },
-            summary: Some(true),
-            cost: self.cost,
-            tokens: self.tokens,
-            structured: None,
-            variant: None,
-            finish: Some("stop".into()),
-        }))?;
+        let model = ModelRef { variant: None, ..self.model.clone() };
+        let mut answer =
+            AssistantMessage::new(session, &user_id, "compaction", &model, &self.directory, self.started.min(now));
+        answer.time.completed = Some(now);
+        answer.summary = Some(true);
+        answer.cost = self.cost;
+        answer.tokens = self.tokens;
+        answer.finish = Some("stop".into());
+        let summary_id = answer.id.clone();
+        tx.append_message(&MessageInfo::Assistant(answer))?;
         tx.upsert_part(&new_part(
             session,
             &summary_id,
