@@ -377,7 +377,7 @@ impl Engine {
             at_ms: input.now_ms,
         };
         self.store.save_pass(state, &raw, truncated, tags_from, &newly_dropped, &decision)?;
-        report.historian_due = self.historian_due(state, percentage);
+        report.historian_due = self.historian_due(state, percentage)?;
         report.block = self.percentage(state, report.usage_tokens) >= BLOCK_PERCENTAGE && report.historian_due;
         let baseline_ttl = (self.config.baseline_cache_ttl_seconds > self.config.cache_ttl_seconds)
             .then(|| u32::try_from(self.config.baseline_cache_ttl_seconds).unwrap_or(u32::MAX));
@@ -440,15 +440,10 @@ impl Engine {
 
     /// Digests the history the historian may summarise now into compartments, in the pass.
     fn fold_eligible(&mut self, state: &SessionState) -> Result<()> {
-        let covered = self.covered(state);
-        let Some((start, end)) = historian::eligible(state, covered, self.config.protected_user_turns) else {
-            return Ok(());
-        };
-        let rows = self.store.raw_range(&state.session_id, start, end)?;
-        let next = self.store.compartments(&state.session_id)?.last().map_or(1, |last| last.sequence + 1);
-        let compartments = historian::digest(&rows, next);
+        let Some(job) = self.job_for(state)? else { return Ok(()) };
+        let compartments = historian::digest(&job.rows, job.next_sequence);
         let at_ms = state.meta.last_request_ms.unwrap_or_default();
-        self.store.publish_compartments(&state.session_id, &compartments, &[], &state.project, at_ms)
+        self.store.publish_compartments(&job.session_id, &compartments, &[], &job.project, at_ms)
     }
 
     /// Estimated tokens of what the next request carries: overhead, both slots, the raw tail
@@ -586,19 +581,19 @@ impl Engine {
         Ok((if hard { Materialized::Hard } else { Materialized::Soft }, live_fold))
     }
 
-    fn historian_due(&self, state: &SessionState, percentage: f64) -> bool {
-        let covered = self.covered(state);
+    fn historian_due(&self, state: &SessionState, percentage: f64) -> Result<bool> {
+        let covered = self.covered(state)?;
         let Some((start, end)) = historian::eligible(state, covered, self.config.protected_user_turns) else {
-            return false;
+            return Ok(false);
         };
         let budget =
             (self.window(state) * u64::from(self.config.execute_threshold_percentage) / 2000).clamp(2_000, 50_000);
         let eligible = historian::range_tokens(state, start, end);
-        eligible >= budget || (percentage >= 80.0 && eligible > 0)
+        Ok(eligible >= budget || (percentage >= 80.0 && eligible > 0))
     }
 
-    fn covered(&self, state: &SessionState) -> usize {
-        self.store.compartments_end(&state.session_id).unwrap_or(0).min(state.marks.len())
+    fn covered(&self, state: &SessionState) -> Result<usize> {
+        Ok(self.store.compartments_end(&state.session_id)?.min(state.marks.len()))
     }
 
     /// Runs the historian for a session if it has eligible history: digests it into compartments
@@ -613,16 +608,20 @@ impl Engine {
     /// last compartment), if anything.
     pub fn historian_job(&mut self, session_id: &str) -> Result<Option<HistorianJob>> {
         let Some(state) = self.state(session_id)? else { return Ok(None) };
-        let covered = self.store.compartments_end(session_id)?.min(state.marks.len());
-        let Some((start, end)) = historian::eligible(&state, covered, self.config.protected_user_turns) else {
+        self.job_for(&state)
+    }
+
+    /// The historian's job in `state` (the session's state as this pass sees it).
+    fn job_for(&self, state: &SessionState) -> Result<Option<HistorianJob>> {
+        let Some((start, end)) = historian::eligible(state, self.covered(state)?, self.config.protected_user_turns)
+        else {
             return Ok(None);
         };
-        let next_sequence =
-            self.store.compartments(session_id)?.last().map_or(1, |compartment| compartment.sequence + 1);
-        let rows = self.store.raw_range(session_id, start, end)?;
+        let session_id = state.session_id.clone();
+        let next_sequence = self.store.next_sequence(&session_id)?;
+        let rows = self.store.raw_range(&session_id, start, end)?;
         let memories = self.store.memories(&state.project)?;
-        let (session_id, project) = (session_id.to_owned(), state.project);
-        Ok(Some(HistorianJob { session_id, project, start, end, rows, next_sequence, memories }))
+        Ok(Some(HistorianJob { session_id, project: state.project.clone(), start, end, rows, next_sequence, memories }))
     }
 
     /// Publishes a job's compartments, and its facts as project memories, unless the job went

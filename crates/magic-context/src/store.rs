@@ -475,6 +475,16 @@ impl Store {
         Ok(end as usize)
     }
 
+    /// The sequence number the session's next compartment takes.
+    pub fn next_sequence(&self, session_id: &str) -> Result<u32> {
+        let last: i64 = self.conn.query_row(
+            "SELECT COALESCE(MAX(sequence), 0) FROM compartments WHERE session_id = ?1",
+            [session_id],
+            |row| row.get(0),
+        )?;
+        Ok(u32::try_from(last).unwrap_or(u32::MAX).saturating_add(1))
+    }
+
     /// The session's latest executing pass: (pass, which slot it re-rendered, its reason).
     pub fn last_execute(&self, session_id: &str) -> Result<Option<(u64, String, String)>> {
         let row = self

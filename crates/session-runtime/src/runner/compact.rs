@@ -53,7 +53,7 @@ impl Runner {
         self.compact_inner(location, agent, model, reason).instrument(span).await
     }
 
-    pub(super) async fn compact_inner(
+    async fn compact_inner(
         &self,
         location: &Arc<Location>,
         agent: &Agent,
