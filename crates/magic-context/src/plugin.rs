@@ -344,17 +344,21 @@ impl Plugin for MagicContext {
 
     fn run_command<'a>(&'a self, name: &'a str, input: &'a CommandInput) -> CommandFuture<'a> {
         Box::pin(async move {
-            let session = input.session_id.as_str();
+            // The engine's database work runs off the async threads, as the pass does.
+            let (shared, session) = (Arc::clone(&self.shared), input.session_id.clone());
             let answer = match name {
-                "ctx-status" => match self.status(session).map_err(|err| err.to_string())? {
-                    Some(status) => {
+                "ctx-status" => match blocking(move || shared.engine()?.status(&session)).await {
+                    Ok(Some(status)) => {
                         let cache = status.cache_state((self.clock)());
                         format!("Magic Context: {status}; {cache}; {}.", status.last_rewrite())
                     }
-                    None => "Magic Context has not shaped this session yet: it does from its first turn.".to_owned(),
+                    Ok(None) => {
+                        "Magic Context has not shaped this session yet: it does from its first turn.".to_owned()
+                    }
+                    Err(err) => return Err(err.to_string()),
                 },
                 "ctx-flush" => {
-                    self.flush(session).map_err(|err| err.to_string())?;
+                    blocking(move || shared.engine()?.flush(&session)).await.map_err(|err| err.to_string())?;
                     "Magic Context runs its pending drops and folds at this session's next turn.".to_owned()
                 }
                 other => return Err(format!("Magic Context has no command {other:?}")),
