@@ -14,7 +14,8 @@ use agent_client_protocol::v1::schema::{
     ToolCallStatus, ToolCallUpdate, UsageUpdate,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use opencode_session_runtime::CommandOutcome;
+use opencode_session_runtime::CommandRun;
+use opencode_session_runtime::RuntimeError;
 use opencode_session_runtime::mcp::McpManager;
 use opencode_session_runtime::{DeltaKind, DrainOutcome, PromptRequest as RuntimePrompt, RuntimeEvent};
 use opencode_session_store::{MessageInfo, Part, PartKind, Session, Todo, ToolState};
@@ -137,20 +138,14 @@ async fn run(
 /// message), its prompt sent to the model; a failure is the turn's.
 async fn plugin_command(shared: &Shared, session: &str, name: String, arguments: String) -> Option<DrainOutcome> {
     let runtime = &shared.engine.runtime;
-    let failed = |message: String| DrainOutcome::Failed { message, hint: "check the plugin's log".to_owned() };
-    match shared.engine.plugins.run_command(&name, session, &arguments).await {
-        None => Some(failed(format!("the command /{name} is no longer offered"))),
-        Some(Err(err)) => Some(failed(format!("/{name} failed: {err}"))),
-        Some(Ok(CommandOutcome::Reply(answer))) => {
-            let asked = format!("/{name} {arguments}").trim_end().to_owned();
-            Some(runtime.reply(session, asked, answer).await.map_or_else(
-                |err| DrainOutcome::Failed { message: err.to_string(), hint: err.hint().to_owned() },
-                |_| DrainOutcome::Completed,
-            ))
-        }
-        Some(Ok(CommandOutcome::Prompt(text))) => {
+    let failed = |err: RuntimeError| DrainOutcome::Failed { message: err.to_string(), hint: err.hint().to_owned() };
+    match shared.engine.plugins.run_command(runtime, &name, session, &arguments).await {
+        None => Some(failed(RuntimeError::Plugin(format!("the command /{name} is no longer offered")))),
+        Some(Err(err)) => Some(failed(err)),
+        Some(Ok(CommandRun::Answered(_))) => Some(DrainOutcome::Completed),
+        Some(Ok(CommandRun::Prompt(text))) => {
             if let Err(err) = runtime.prompt(RuntimePrompt::text(session, text)).await {
-                return Some(DrainOutcome::Failed { message: err.to_string(), hint: err.hint().to_owned() });
+                return Some(failed(err));
             }
             runtime.wait_idle(session).await
         }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use opencode_session_runtime::CommandRun;
 use opencode_session_runtime::LocationTools;
 use opencode_session_runtime::PluginCommand;
 use opencode_session_runtime::mcp::McpEvent;
@@ -95,7 +96,7 @@ pub trait SessionDriver: Send + Sync + 'static {
         _session_id: String,
         _name: String,
         _arguments: String,
-    ) -> Option<BoxFuture<'_, Result<PluginAnswer, DriverError>>> {
+    ) -> Option<BoxFuture<'_, Result<CommandRun, DriverError>>> {
         None
     }
 
@@ -291,15 +292,6 @@ pub enum DriverError {
     Unavailable(String),
     #[error("{0}")]
     Failed(String),
-}
-
-/// What a plugin command gave.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PluginAnswer {
-    /// Answered without a model call: the answer's message, already in the session.
-    Answered(Box<MessageWithParts>),
-    /// A prompt for the model, sent as a command template's expansion is.
-    Prompt(String),
 }
 
 /// The body of `POST /session/{id}/message` and `prompt_async` (OpenCode 1.x field names).

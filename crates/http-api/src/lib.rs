@@ -71,7 +71,6 @@ pub use driver::FilePartInput;
 pub use driver::LiveEvent;
 pub use driver::PartInput;
 pub use driver::PermissionRequest;
-pub use driver::PluginAnswer;
 pub use driver::PromptBody;
 pub use driver::PromptModel;
 pub use driver::QuestionRequest;

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::sync::PoisonError;
 use std::time::Duration;
 
-use opencode_session_runtime::CommandOutcome;
+use opencode_session_runtime::CommandRun;
 use opencode_session_runtime::DeltaKind;
 use opencode_session_runtime::DrainOutcome;
 use opencode_session_runtime::LocationTools;
@@ -51,7 +51,6 @@ use crate::driver::DriverEvent;
 use crate::driver::LiveEvent;
 use crate::driver::PartInput;
 use crate::driver::PermissionRequest;
-use crate::driver::PluginAnswer;
 use crate::driver::PromptBody;
 use crate::driver::QuestionRequest;
 use crate::driver::SessionDriver;
@@ -170,20 +169,13 @@ impl SessionDriver for RuntimeDriver {
         session_id: String,
         name: String,
         arguments: String,
-    ) -> Option<BoxFuture<'_, Result<PluginAnswer, DriverError>>> {
+    ) -> Option<BoxFuture<'_, Result<CommandRun, DriverError>>> {
         let plugins = self.plugins.clone()?;
         plugins.commands().iter().any(|command| command.name == name).then(|| {
             Box::pin(async move {
-                let outcome = plugins.run_command(&name, &session_id, &arguments).await;
-                match outcome {
+                match plugins.run_command(&self.runtime, &name, &session_id, &arguments).await {
                     None => Err(DriverError::NotFound(format!("command /{name} is no longer offered"))),
-                    Some(Err(err)) => Err(DriverError::Failed(format!("/{name} failed: {err}"))),
-                    Some(Ok(CommandOutcome::Prompt(text))) => Ok(PluginAnswer::Prompt(text)),
-                    Some(Ok(CommandOutcome::Reply(answer))) => {
-                        let asked = format!("/{name} {arguments}").trim_end().to_owned();
-                        let message = self.runtime.reply(&session_id, asked, answer).await.map_err(driver_error)?;
-                        Ok(PluginAnswer::Answered(Box::new(message)))
-                    }
+                    Some(run) => run.map_err(driver_error),
                 }
             }) as BoxFuture<'_, _>
         })

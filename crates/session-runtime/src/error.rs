@@ -44,6 +44,9 @@ pub enum RuntimeError {
     /// The session runs a turn (or another change holds it) and the change must not race it.
     #[error("session {session} is busy")]
     Busy { session: String },
+    /// A plugin's command failed (its one-line message).
+    #[error("{0}")]
+    Plugin(String),
     /// The data directory (database, snapshots, logs) could not be created.
     #[error("{0}")]
     DataDir(String),
@@ -71,6 +74,7 @@ impl RuntimeError {
             Self::Compaction(_) => "start a new session, or pick a model with a larger context window",
             Self::Moved { .. } => "run the session again; it continues in its new directory",
             Self::Busy { .. } => "wait until its turn ends, or interrupt it first",
+            Self::Plugin(_) => "check the plugin's log",
             Self::DataDir(_) => "check that the data directory (XDG_DATA_HOME) is writable",
             Self::Internal(_) => "retry; if it persists, report it with the log",
         }

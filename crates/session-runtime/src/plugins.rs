@@ -25,14 +25,26 @@ use opencode_plugin_host::Requirement;
 use opencode_plugin_host::StartContext;
 use opencode_plugin_host::auth::builtin_plugins;
 use opencode_plugin_host::loader::discover;
+use opencode_session_store::MessageWithParts;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::ToolRegistry;
 
 use crate::error::Result;
+use crate::error::RuntimeError;
 use crate::hooks::PluginHooks;
 use crate::location::StandardLocations;
 use crate::registry::RegistryTools;
 use crate::runtime::RuntimeBuilder;
+use crate::runtime::SessionRuntime;
+
+/// What a plugin command gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommandRun {
+    /// Answered without a model call: the answer's message, already in the session.
+    Answered(Box<MessageWithParts>),
+    /// A prompt for the model.
+    Prompt(String),
+}
 
 /// The plugins of one process (cheap to clone).
 #[derive(Debug, Clone)]
@@ -123,16 +135,28 @@ impl Plugins {
         self.host.commands()
     }
 
-    /// Runs the plugin command `name` for `session_id`; `None` when no ready plugin offers it. A
-    /// failure is the plugin's one-line message.
+    /// Runs the plugin command `name` in `session_id` on `runtime`; `None` when no ready plugin
+    /// offers it. An answer given without a model call is recorded in the session (the command as
+    /// the user's message, the answer as the assistant's); a prompt is the caller's to send, as it
+    /// sends a command template's expansion.
     pub async fn run_command(
         &self,
+        runtime: &SessionRuntime,
         name: &str,
         session_id: &str,
         arguments: &str,
-    ) -> Option<Result<CommandOutcome, String>> {
+    ) -> Option<Result<CommandRun>> {
         let input = CommandInput { session_id: session_id.to_owned(), arguments: arguments.to_owned() };
-        self.host.run_command(name, &input).await
+        let outcome = self.host.run_command(name, &input).await?;
+        Some(match outcome {
+            Err(err) => Err(RuntimeError::Plugin(format!("/{name} failed: {err}"))),
+            Ok(CommandOutcome::Prompt(text)) => Ok(CommandRun::Prompt(text)),
+            Ok(CommandOutcome::Reply(answer)) => {
+                let asked = format!("/{name} {arguments}").trim_end().to_owned();
+                let message = runtime.reply(session_id, asked, answer).await;
+                message.map(|message| CommandRun::Answered(Box::new(message)))
+            }
+        })
     }
 
     /// The runtime with the plugins as its hooks, and `locations` registering their Context Sources.

@@ -31,7 +31,6 @@ use super::session::prompt;
 use super::session::session;
 use crate::driver::FilePartInput;
 use crate::driver::PartInput;
-use crate::driver::PluginAnswer;
 use crate::driver::PromptBody;
 use crate::driver::PromptModel;
 use crate::driver::SubtaskPartInput;
@@ -43,6 +42,7 @@ use crate::extract::P;
 use crate::instance::Instance;
 use crate::state::AppState;
 use crate::state::blocking;
+use opencode_session_runtime::CommandRun;
 
 pub(super) fn ops() -> Vec<Op> {
     vec![
@@ -238,8 +238,8 @@ async fn plugin_command(s: &AppState, id: &str, body: CommandBody) -> Result<Mes
         return Err(ApiError::not_found(format!("command {:?} not found (GET /command lists them)", body.command)));
     };
     match run.await? {
-        PluginAnswer::Answered(message) => Ok(*message),
-        PluginAnswer::Prompt(text) => {
+        CommandRun::Answered(message) => Ok(*message),
+        CommandRun::Prompt(text) => {
             let request = PromptBody {
                 message_id: body.message_id,
                 model: body.model.as_deref().map(parse_model).transpose()?,
