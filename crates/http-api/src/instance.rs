@@ -25,6 +25,7 @@ use crate::catalog_json::ProviderCache;
 use crate::error::ApiError;
 
 use opencode_session_store::GLOBAL_PROJECT;
+use opencode_session_store::project_of;
 
 /// One directory's context.
 pub struct Instance {
@@ -164,7 +165,7 @@ impl Instances {
 
     /// The stored project of `worktree`, created (or refreshed) in the store.
     fn project_for(&self, worktree: &Path) -> Result<Project, ApiError> {
-        let id = opencode_config::project_id(worktree).unwrap_or_else(|| GLOBAL_PROJECT.to_owned());
+        let id = project_of(worktree);
         let (vcs, tree) = match id.as_str() {
             GLOBAL_PROJECT => (None, "/".to_owned()),
             _ => (Some("git".to_owned()), worktree.to_string_lossy().into_owned()),

@@ -16,7 +16,6 @@
 //! # }
 //! ```
 
-use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,8 +25,8 @@ use opencode_config::Env;
 use opencode_config::LoadOptions;
 use opencode_config::Paths;
 use opencode_llm::LlmClient;
-use opencode_session_store::GLOBAL_PROJECT;
 use opencode_session_store::Store;
+use opencode_session_store::project_of;
 use opencode_tool_registry::EditorFiles;
 use opencode_tool_registry::Permissions;
 use opencode_tool_registry::tools::question::Question;
@@ -176,10 +175,4 @@ impl Assembly {
         let runtime = plugins.wire(builder, locations).build();
         Assembled { runtime, permissions, plugins }
     }
-}
-
-/// The project id `directory`'s sessions belong to (the root commit of its git worktree, else the
-/// global project): what approvals are kept under.
-fn project_of(directory: &Path) -> String {
-    opencode_config::project_id(directory).unwrap_or_else(|| GLOBAL_PROJECT.to_owned())
 }

@@ -69,6 +69,7 @@ pub use sessions::GLOBAL_PROJECT;
 pub use sessions::NewSession;
 pub use sessions::SessionPage;
 pub use sessions::SessionQuery;
+pub use sessions::project_of;
 pub use store::EventHook;
 pub use store::Reader;
 pub use store::Store;

@@ -97,6 +97,12 @@ pub struct SessionPage {
 /// The project sessions outside any repository are filed under (OpenCode's `global`).
 pub const GLOBAL_PROJECT: &str = "global";
 
+/// The project `directory`'s sessions belong to: the root commit of its git worktree, else the
+/// [`GLOBAL_PROJECT`].
+pub fn project_of(directory: &std::path::Path) -> String {
+    opencode_config::project_id(directory).unwrap_or_else(|| GLOBAL_PROJECT.to_owned())
+}
+
 impl Tx<'_> {
     /// Creates the [`GLOBAL_PROJECT`] (worktree `/`) unless it exists.
     pub fn ensure_global_project(&mut self) -> Result<()> {
