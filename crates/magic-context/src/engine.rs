@@ -155,8 +155,8 @@ pub struct Status {
     pub baseline_ttl_ms: u64,
     /// The latest executing pass: (pass, slot re-rendered `none`/`soft`/`hard`, its cause).
     pub last_execute: Option<(u64, String, String)>,
-    /// Calls made on the small model for this session: (count, tokens in, tokens out, cost).
-    pub side_calls: (u64, u64, u64, f64),
+    /// Calls made on the small model for this session.
+    pub side_calls: crate::store::SideTotals,
 }
 
 impl Status {
@@ -211,10 +211,14 @@ impl std::fmt::Display for Status {
             self.m0_tokens,
             self.m1_tokens
         )?;
-        let (calls, input, output, cost) = self.side_calls;
-        match calls {
+        let side = self.side_calls;
+        match side.calls {
             0 => Ok(()),
-            _ => write!(f, ", {calls} small-model call(s) ({input} tokens in, {output} out, ${cost:.4})"),
+            calls => write!(
+                f,
+                ", {calls} small-model call(s) ({} tokens in, {} out, ${:.4})",
+                side.input_tokens, side.output_tokens, side.cost
+            ),
         }
     }
 }

@@ -189,6 +189,15 @@ pub struct Versions {
     pub anchor: String,
 }
 
+/// A session's side-model calls, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SideTotals {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost: f64,
+}
+
 /// One request a plugin made on the small model for a session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SideCall {
@@ -552,15 +561,20 @@ impl Store {
         Ok(())
     }
 
-    /// A session's side-model calls: (count, tokens in, tokens out, cost).
-    pub fn side_totals(&self, session_id: &str) -> Result<(u64, u64, u64, f64)> {
+    /// What a session's side-model calls add up to.
+    pub fn side_totals(&self, session_id: &str) -> Result<SideTotals> {
         let totals = self.conn.query_row(
             "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), COALESCE(SUM(cost), 0.0)
              FROM side_calls WHERE session_id = ?1",
             [session_id],
             |row| {
                 let count = |index: usize| row.get::<_, i64>(index).map(|value| u64::try_from(value).unwrap_or(0));
-                Ok((count(0)?, count(1)?, count(2)?, row.get(3)?))
+                Ok(SideTotals {
+                    calls: count(0)?,
+                    input_tokens: count(1)?,
+                    output_tokens: count(2)?,
+                    cost: row.get(3)?,
+                })
             },
         )?;
         Ok(totals)
