@@ -160,9 +160,36 @@ pub struct Status {
 }
 
 impl Status {
+    /// `/ctx-status` at `now_ms`: the figures, one per line, with whether the cache is warm.
+    pub fn report(&self, now_ms: u64) -> String {
+        self.lines(Some(self.cache_state(now_ms))).join("\n")
+    }
+
+    /// The figures, one per line after the first (`- ` items), the cache line when given.
+    fn lines(&self, cache: Option<String>) -> Vec<String> {
+        let mut lines = vec![
+            format!("context {} tokens ({:.1}% of the window)", self.usage_tokens, self.usage_percentage),
+            format!("- tags: {} ({} dropped, {} queued)", self.tags, self.dropped, self.pending),
+            format!(
+                "- history: {} compartments covering {} messages; m[0] {} tokens, m[1] {} tokens",
+                self.compartments, self.boundary, self.m0_tokens, self.m1_tokens
+            ),
+        ];
+        lines.extend(cache.map(|cache| format!("- {cache}")));
+        lines.push(format!("- {}", self.last_rewrite()));
+        let side = self.side_calls;
+        if side.calls > 0 {
+            lines.push(format!(
+                "- {} small-model call(s) ({} tokens in, {} out, ${:.4})",
+                side.calls, side.input_tokens, side.output_tokens, side.cost
+            ));
+        }
+        lines
+    }
+
     /// Whether the provider's prompt cache is still warm at `now_ms` (the TTL not yet past since
-    /// the last request), in words for `/ctx-status`.
-    pub fn cache_state(&self, now_ms: u64) -> String {
+    /// the last request).
+    fn cache_state(&self, now_ms: u64) -> String {
         match self.last_request_ms {
             None => "cache: no request sent yet".to_owned(),
             Some(last) => {
@@ -180,8 +207,8 @@ impl Status {
         }
     }
 
-    /// The latest prompt rewrite and its cause, in words for `/ctx-status`.
-    pub fn last_rewrite(&self) -> String {
+    /// The latest prompt rewrite and its cause.
+    fn last_rewrite(&self) -> String {
         match &self.last_execute {
             None => "no executing pass yet".to_owned(),
             Some((pass, slot, reason)) => {
@@ -196,30 +223,10 @@ impl Status {
     }
 }
 
+/// The figures without the cache line (which needs the time).
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "context {} tokens ({:.1}%), {} tags ({} dropped, {} queued), {} compartments covering {} messages, m[0] {} tokens, m[1] {} tokens",
-            self.usage_tokens,
-            self.usage_percentage,
-            self.tags,
-            self.dropped,
-            self.pending,
-            self.compartments,
-            self.boundary,
-            self.m0_tokens,
-            self.m1_tokens
-        )?;
-        let side = self.side_calls;
-        match side.calls {
-            0 => Ok(()),
-            calls => write!(
-                f,
-                ", {calls} small-model call(s) ({} tokens in, {} out, ${:.4})",
-                side.input_tokens, side.output_tokens, side.cost
-            ),
-        }
+        f.write_str(&self.lines(None).join("\n"))
     }
 }
 

@@ -331,12 +331,12 @@ impl Plugin for MagicContext {
         vec![
             PluginCommand {
                 name: "ctx-status".into(),
-                description: "Magic Context: window usage, history slots, tags and compartments of this session".into(),
+                description: "Magic Context: usage, history and cache state".into(),
                 hint: None,
             },
             PluginCommand {
                 name: "ctx-flush".into(),
-                description: "Magic Context: run the pending drops and history folds at the next turn".into(),
+                description: "Magic Context: apply pending work at the next turn".into(),
                 hint: None,
             },
         ]
@@ -348,10 +348,7 @@ impl Plugin for MagicContext {
             let (shared, session) = (Arc::clone(&self.shared), input.session_id.clone());
             let answer = match name {
                 "ctx-status" => match blocking(move || shared.engine()?.status(&session)).await {
-                    Ok(Some(status)) => {
-                        let cache = status.cache_state((self.clock)());
-                        format!("Magic Context: {status}; {cache}; {}.", status.last_rewrite())
-                    }
+                    Ok(Some(status)) => format!("Magic Context: {}", status.report((self.clock)())),
                     Ok(None) => {
                         "Magic Context has not shaped this session yet: it does from its first turn.".to_owned()
                     }

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::markdown;
 use crate::theme::Theme;
+use crate::wrap::fit;
 use crate::wrap::wrap;
 
 /// Lines of command output shown under a `bash` call.
@@ -303,16 +304,6 @@ fn split_diff_lines(diff: &str, width: u16, theme: &Theme, lines: &mut Vec<Line<
     if more > 0 {
         lines.push(Line::from(Span::styled(format!("  … {more} more lines"), theme.muted())));
     }
-}
-
-/// `text` in at most `width` characters, cut with `…`.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 /// `▣ agent · model · 2.4s`.

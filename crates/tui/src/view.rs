@@ -18,6 +18,7 @@ use ratatui::widgets::Paragraph;
 use crate::app::App;
 use crate::app::Connection;
 use crate::app::Overlay;
+use crate::wrap::fit;
 
 /// Rows of the prompt box's text at most (it grows with the prompt up to this).
 const MAX_INPUT_ROWS: u16 = 8;
@@ -196,17 +197,18 @@ fn input(frame: &mut Frame, app: &App, area: Rect) {
 fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let theme = &app.theme;
     let title = app.session.as_ref().map_or("new session", |s| s.title.as_str());
-    let mut left = vec![Span::styled(title.to_owned(), theme.bold())];
+    let mut after_title = Vec::new();
     if app.session.as_ref().is_some_and(|s| s.parent_id.is_some()) {
-        left.push(Span::styled("  subagent · ctrl+x ← back", theme.muted()));
+        after_title.push(Span::styled("  subagent · ctrl+x ← back", theme.muted()));
     }
     if app.busy {
-        left.push(Span::styled("  working · esc to interrupt", theme.accent()));
+        after_title.push(Span::styled("  working · esc to interrupt", theme.accent()));
     }
     // A notice (an error, a hint) takes the line: it matters more than the figures.
     if let Some(notice) = &app.notice {
-        left.push(Span::styled(format!("  {notice}"), theme.warning()));
-        frame.render_widget(Paragraph::new(Line::from(left)), area);
+        after_title.insert(0, Span::styled(title.to_owned(), theme.bold()));
+        after_title.push(Span::styled(format!("  {notice}"), theme.warning()));
+        frame.render_widget(Paragraph::new(Line::from(after_title)), area);
         return;
     }
     let (used, limit, cost) = app.context();
@@ -232,7 +234,10 @@ fn status_line(frame: &mut Frame, app: &App, area: Rect) {
     let right_width = right_text.chars().count() as u16 + 3 + connection.width() as u16;
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(right_width.min(area.width))]).areas(area);
-    frame.render_widget(Paragraph::new(Line::from(left)), left_area);
+    // The title gives way (cut with `…`) to what follows it and to the figures.
+    let room = usize::from(left_area.width).saturating_sub(after_title.iter().map(Span::width).sum());
+    after_title.insert(0, Span::styled(fit(title, room), theme.bold()));
+    frame.render_widget(Paragraph::new(Line::from(after_title)), left_area);
     let right_line =
         Line::from(vec![Span::raw(" "), Span::styled(right_text, theme.muted()), Span::raw("  "), connection]);
     frame.render_widget(Paragraph::new(right_line), right_area);
@@ -391,7 +396,9 @@ fn list(
         .take(rows)
         .map(|(i, (text, style))| {
             let style = if i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
-            Line::from(Span::styled(format!(" {text} "), style))
+            // A row wider than the list is cut with `…`, not mid-word at the border.
+            let inner = usize::from(popup.width.saturating_sub(4));
+            Line::from(Span::styled(format!(" {} ", fit(&text, inner)), style))
         })
         .collect();
     if lines.is_empty() && !empty.is_empty() {
