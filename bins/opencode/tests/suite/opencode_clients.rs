@@ -127,6 +127,8 @@ fn opencodes_tui_allow_always_asks_once_and_reject_halts_the_turn() {
     tui.type_line("list the files here");
     tui.wait_for(&["Permission required", "Reject"]);
     tui.keys(&["Right", "Right", "Enter"]);
+    // The dialog closes first (a failure here shows the screen), then the turn ends.
+    tui.wait_until("the permission dialog to close", |screen| !screen.contains("Permission required"));
     wait_idle(&server.url, &other);
     assert_eq!(tool_turns(&mock), turns_before + 1, "the model was asked again after a rejection");
     let screen = tui.screen();
